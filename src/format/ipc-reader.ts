@@ -1,0 +1,210 @@
+import { makeData, RecordBatch, Struct, Vector, type Data, type Schema } from 'apache-arrow';
+import { MessageHeader, MetadataVersion } from 'apache-arrow/enum';
+import {
+  BufferRegion,
+  FieldNode,
+  Message,
+  type DictionaryBatch as DictionaryBatchHeader,
+  type RecordBatch as RecordBatchHeader,
+} from 'apache-arrow/ipc/metadata/message';
+import { VectorLoader } from 'apache-arrow/visitor/vectorloader';
+import { ShuffleError, type ErrorLocation } from '../errors.js';
+import { codecByArrowType } from './codec.js';
+import { CONTINUATION_MARKER, padding8, type FieldNodeInfo } from './ipc-message.js';
+
+/**
+ * Reads one Arrow IPC stream (schema message, dictionary and record-batch
+ * messages, optional end-of-stream marker) held in memory, decompressing
+ * LZ4_FRAME / ZSTD bodies asynchronously. It accepts any spec-compliant
+ * stream, including the legacy framing without the continuation marker.
+ *
+ * `where` locates the stream in its file for error messages: `offset` is the
+ * file offset of `bytes[0]`.
+ */
+export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {}): AsyncGenerator<RecordBatch> {
+  const messages = new MessageCursor(bytes, where);
+  const first = messages.next();
+  if (first === null) return;
+  if (first.message.headerType !== MessageHeader.Schema) {
+    throw messages.corrupt('the stream does not start with a schema message', first.start);
+  }
+  const schema = first.message.header() as Schema;
+  const version = first.message.version;
+  const dictionaries = new Map<number, Vector>();
+
+  for (let next = messages.next(); next !== null; next = messages.next()) {
+    const { message, body, start } = next;
+    if (message.headerType === MessageHeader.RecordBatch) {
+      const header = message.header() as RecordBatchHeader;
+      const children = await loadColumns(header, body, schema.fields.map((f) => f.type), dictionaries, version, messages, start);
+      const data = makeData({ type: new Struct(schema.fields), length: header.length, nullCount: 0, children });
+      yield new RecordBatch(schema, data);
+    } else if (message.headerType === MessageHeader.DictionaryBatch) {
+      const header = message.header() as DictionaryBatchHeader;
+      const type = schema.dictionaries.get(header.id);
+      if (type === undefined) throw messages.corrupt(`dictionary batch for unknown dictionary id ${header.id}`, start);
+      const [data] = await loadColumns(header.data, body, [type], dictionaries, version, messages, start);
+      const previous = dictionaries.get(header.id);
+      const vector = new Vector([data as Data]);
+      dictionaries.set(header.id, header.isDelta && previous ? previous.concat(vector) : vector);
+    } else {
+      throw messages.corrupt(`unexpected ${MessageHeader[message.headerType] ?? message.headerType} message`, start);
+    }
+  }
+}
+
+/** The schema of an IPC stream, read from its first message. */
+export function readIpcSchema(bytes: Uint8Array, where: ErrorLocation = {}): Schema {
+  const messages = new MessageCursor(bytes, where);
+  const first = messages.next();
+  if (first === null || first.message.headerType !== MessageHeader.Schema) {
+    throw messages.corrupt('the stream does not start with a schema message', 0);
+  }
+  return first.message.header() as Schema;
+}
+
+interface RawMessage {
+  message: Message;
+  body: Uint8Array;
+  /** offset of the message in the stream */
+  start: number;
+}
+
+/** Walks the encapsulated messages of a stream, checking every length against the bytes present. */
+class MessageCursor {
+  private position = 0;
+  constructor(private readonly bytes: Uint8Array, private readonly where: ErrorLocation) {}
+
+  next(): RawMessage | null {
+    const { bytes } = this;
+    const start = this.position;
+    if (start === bytes.byteLength) return null; // stream ended without an end-of-stream marker
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    if (start + 4 > bytes.byteLength) throw this.corrupt('truncated message header', start);
+    let metadataSize = view.getInt32(start, true);
+    let headerSize = 4;
+    if (metadataSize === (CONTINUATION_MARKER | 0)) {
+      if (start + 8 > bytes.byteLength) throw this.corrupt('truncated message header', start);
+      metadataSize = view.getInt32(start + 4, true);
+      headerSize = 8;
+    }
+    if (metadataSize === 0) return null; // end-of-stream marker
+    const metadataStart = start + headerSize;
+    if (metadataSize < 0 || metadataStart + metadataSize > bytes.byteLength) {
+      throw this.corrupt(`message metadata of ${metadataSize} bytes runs past the end of the stream`, start);
+    }
+    let message: Message;
+    try {
+      message = Message.decode(bytes.subarray(metadataStart, metadataStart + metadataSize));
+    } catch (cause) {
+      throw this.corrupt(`unreadable message metadata: ${(cause as Error).message}`, start, cause);
+    }
+    const bodyStart = metadataStart + metadataSize;
+    const bodyLength = Number(message.bodyLength);
+    if (!Number.isSafeInteger(bodyLength) || bodyLength < 0 || bodyStart + bodyLength > bytes.byteLength) {
+      throw this.corrupt(`message body of ${message.bodyLength} bytes runs past the end of the stream`, start);
+    }
+    this.position = bodyStart + bodyLength;
+    return { message, body: bytes.subarray(bodyStart, bodyStart + bodyLength), start };
+  }
+
+  corrupt(what: string, offsetInStream: number, cause?: unknown): ShuffleError {
+    const where = { ...this.where, offset: (this.where.offset ?? 0) + offsetInStream };
+    return new ShuffleError('CS_CORRUPT_DATA', `invalid Arrow IPC stream: ${what}`, where, { cause });
+  }
+}
+
+async function loadColumns(
+  header: RecordBatchHeader,
+  body: Uint8Array,
+  types: Schema['fields'][number]['type'][],
+  dictionaries: Map<number, Vector>,
+  version: MetadataVersion,
+  messages: MessageCursor,
+  messageStart: number,
+): Promise<Data[]> {
+  for (const region of header.buffers) {
+    if (region.offset < 0 || region.length < 0 || region.offset + region.length > body.byteLength) {
+      throw messages.corrupt(`buffer [${region.offset}, +${region.length}) lies outside the message body`, messageStart);
+    }
+  }
+  let loadedBody = body;
+  let regions = header.buffers;
+  if (header.compression !== null) {
+    ({ body: loadedBody, regions } = await decompressBody(header, body, messages, messageStart));
+  }
+  try {
+    return new VectorLoader(loadedBody, header.nodes, regions, dictionaries, version, header.variadicBufferCounts).visitMany(types);
+  } catch (cause) {
+    throw messages.corrupt(`cannot load record batch: ${(cause as Error).message}`, messageStart, cause);
+  }
+}
+
+/**
+ * Decompresses every buffer of a compressed body into one fresh, 8-aligned body.
+ * ```text
+ * region bytes: int64 LE uncompressedLength | frame    (uncompressedLength >= 0)
+ *               int64 LE -1                 | raw bytes
+ *               (empty)                                  (length-0 buffer)
+ * ```
+ */
+async function decompressBody(
+  header: RecordBatchHeader,
+  body: Uint8Array,
+  messages: MessageCursor,
+  messageStart: number,
+): Promise<{ body: Uint8Array; regions: BufferRegion[] }> {
+  const codec = codecByArrowType(header.compression!.type);
+  const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
+  const pieces = await Promise.all(
+    header.buffers.map(async (region, index) => {
+      if (region.length === 0) return body.subarray(0, 0);
+      if (region.length < 8) throw messages.corrupt(`compressed buffer ${index} is shorter than its length prefix`, messageStart);
+      const declared = view.getBigInt64(region.offset, true);
+      const payload = body.subarray(region.offset + 8, region.offset + region.length);
+      if (declared === -1n) return payload;
+      let out: Uint8Array;
+      try {
+        out = await codec.decompress(payload);
+      } catch (cause) {
+        throw messages.corrupt(`cannot decompress buffer ${index}: ${(cause as Error).message}`, messageStart, cause);
+      }
+      if (BigInt(out.byteLength) !== declared) {
+        throw messages.corrupt(`buffer ${index} decompressed to ${out.byteLength} bytes, its prefix says ${declared}`, messageStart);
+      }
+      return out;
+    }),
+  );
+  return assembleBody(pieces);
+}
+
+/** Lays buffers out as an uncompressed IPC body: each at an 8-aligned offset. */
+export function assembleBody(pieces: readonly Uint8Array[]): { body: Uint8Array; regions: BufferRegion[] } {
+  let total = 0;
+  for (const piece of pieces) total += piece.byteLength + padding8(piece.byteLength);
+  const out = new Uint8Array(total);
+  const regions: BufferRegion[] = [];
+  let offset = 0;
+  for (const piece of pieces) {
+    out.set(piece, offset);
+    regions.push(new BufferRegion(offset, piece.byteLength));
+    offset += piece.byteLength + padding8(piece.byteLength);
+  }
+  return { body: out, regions };
+}
+
+/**
+ * A RecordBatch over uncompressed body buffers in IPC order (as a partition
+ * buffer's snapshot produces them), loaded by arrow-js's own VectorLoader.
+ */
+export function recordBatchFromBuffers(
+  schema: Schema,
+  rows: number,
+  nodes: readonly FieldNodeInfo[],
+  buffers: readonly Uint8Array[],
+): RecordBatch {
+  const { body, regions } = assembleBody(buffers);
+  const fieldNodes = nodes.map((n) => new FieldNode(n.length, n.nullCount));
+  const children = new VectorLoader(body, fieldNodes, regions, new Map()).visitMany(schema.fields.map((f) => f.type));
+  return new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rows, nullCount: 0, children }));
+}

@@ -1,0 +1,221 @@
+import { randomBytes } from 'node:crypto';
+import { open, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { crc32c } from '@node-rs/crc32';
+import { ioError, ShuffleError } from '../errors.js';
+
+/**
+ * The three files of one shuffle output (one map task):
+ *
+ * ```text
+ * <prefix>.data             partitions 0..P-1 back to back; partition p is a complete
+ *                           Arrow IPC stream, or nothing when p received no rows
+ * <prefix>.index            (P + 1) int64 big-endian offsets into .data: 0, end of p0, ..., file length
+ *                           (Spark's IndexShuffleBlockResolver layout)
+ * <prefix>.checksum.CRC32C  P int64 big-endian values: CRC32C of each partition's bytes
+ *                           (Spark's checksum file layout; 0 for an empty partition)
+ * ```
+ */
+export interface OutputPaths {
+  data: string;
+  index: string;
+  checksum: string;
+}
+
+export const CHECKSUM_ALGORITHM = 'CRC32C';
+
+export function outputPaths(prefix: string): OutputPaths {
+  return { data: `${prefix}.data`, index: `${prefix}.index`, checksum: `${prefix}.checksum.${CHECKSUM_ALGORITHM}` };
+}
+
+/** Serializes partition lengths as Spark's index file: cumulative offsets, big-endian int64. */
+export function encodeIndex(partitionLengths: readonly number[]): Uint8Array {
+  const bytes = new Uint8Array((partitionLengths.length + 1) * 8);
+  const view = new DataView(bytes.buffer);
+  let offset = 0;
+  partitionLengths.forEach((length, p) => {
+    offset += length;
+    view.setBigInt64((p + 1) * 8, BigInt(offset), false);
+  });
+  return bytes;
+}
+
+/** Serializes per-partition checksums as big-endian int64 values. */
+export function encodeChecksums(checksums: readonly number[]): Uint8Array {
+  const bytes = new Uint8Array(checksums.length * 8);
+  const view = new DataView(bytes.buffer);
+  checksums.forEach((c, p) => view.setBigInt64(p * 8, BigInt(c >>> 0), false));
+  return bytes;
+}
+
+/** A CRC32C over a sequence of chunks. */
+export function crc32cOf(chunks: Iterable<Uint8Array>, initial = 0): number {
+  let crc = initial;
+  for (const chunk of chunks) crc = crc32c(chunk, crc);
+  return crc >>> 0;
+}
+
+const MAX_IOVECS = 512;
+
+/**
+ * Writes the data file partition by partition under a temporary name, then
+ * commits all three files by rename (index last: an index file with its final
+ * name means the output is complete). On any failure, and on abort, every
+ * temporary file is removed and no file with a final name is left behind.
+ *
+ * Protocol: `create`, then for p = 0..P-1 in ascending order one
+ * `beginPartition(p)`, any number of `append`, one `endPartition()`; then
+ * `commit()` or `abort()`.
+ */
+export class DataFileWriter {
+  readonly paths: OutputPaths;
+  private readonly temp: OutputPaths;
+  private handle: FileHandle | null;
+  private position = 0;
+  private pending: Uint8Array[] = [];
+  private pendingBytes = 0;
+  private partition = -1;
+  private partitionStart = 0;
+  private crc = 0;
+  readonly partitionLengths: number[] = [];
+  readonly checksums: number[] = [];
+
+  private constructor(paths: OutputPaths, temp: OutputPaths, handle: FileHandle) {
+    this.paths = paths;
+    this.temp = temp;
+    this.handle = handle;
+  }
+
+  static async create(prefix: string): Promise<DataFileWriter> {
+    const paths = outputPaths(prefix);
+    await assertDirectory(dirname(paths.data));
+    const tag = randomBytes(6).toString('hex');
+    const temp: OutputPaths = {
+      data: `${paths.data}.${tag}.tmp`,
+      index: `${paths.index}.${tag}.tmp`,
+      checksum: `${paths.checksum}.${tag}.tmp`,
+    };
+    let handle: FileHandle;
+    try {
+      handle = await open(temp.data, 'wx');
+    } catch (cause) {
+      throw ioError('create the data file', temp.data, cause);
+    }
+    return new DataFileWriter(paths, temp, handle);
+  }
+
+  /** Starts partition p; partitions must come in ascending order, skipping none. */
+  beginPartition(p: number): void {
+    if (p !== this.partition + 1) throw new Error(`partitions must be written in order: expected ${this.partition + 1}, got ${p}`);
+    this.partition = p;
+    this.partitionStart = this.position + this.pendingBytes;
+    this.crc = 0;
+  }
+
+  async append(chunk: Uint8Array): Promise<void> {
+    if (chunk.byteLength === 0) return;
+    this.crc = crc32c(chunk, this.crc);
+    this.pending.push(chunk);
+    this.pendingBytes += chunk.byteLength;
+    if (this.pending.length >= MAX_IOVECS || this.pendingBytes >= 1 << 20) await this.flush();
+  }
+
+  endPartition(): void {
+    this.partitionLengths.push(this.position + this.pendingBytes - this.partitionStart);
+    this.checksums.push(this.crc >>> 0);
+  }
+
+  get bytesWritten(): number {
+    return this.position + this.pendingBytes;
+  }
+
+  private async flush(): Promise<void> {
+    if (this.pending.length === 0) return;
+    const chunks = this.pending;
+    this.pending = [];
+    const bytes = this.pendingBytes;
+    this.pendingBytes = 0;
+    try {
+      let written = 0;
+      while (written < bytes) {
+        const { bytesWritten } = await this.handle!.writev(remaining(chunks, written), this.position + written);
+        written += bytesWritten;
+      }
+    } catch (cause) {
+      throw ioError('write the data file', this.temp.data, cause);
+    }
+    this.position += bytes;
+  }
+
+  /** Writes the index and checksum files and renames all three into place. */
+  async commit(): Promise<{ partitionLengths: number[]; checksums: number[]; bytesWritten: number }> {
+    try {
+      await this.flush();
+      await this.handle!.close();
+      this.handle = null;
+      await writeWhole(this.temp.checksum, encodeChecksums(this.checksums));
+      await writeWhole(this.temp.index, encodeIndex(this.partitionLengths));
+      const renamed: string[] = [];
+      try {
+        for (const key of ['data', 'checksum', 'index'] as const) {
+          await rename(this.temp[key], this.paths[key]).catch((cause: unknown) => {
+            throw ioError('commit the shuffle output', this.paths[key], cause);
+          });
+          renamed.push(this.paths[key]);
+        }
+      } catch (error) {
+        await Promise.all(renamed.map((path) => rm(path, { force: true })));
+        throw error;
+      }
+    } catch (error) {
+      await this.abort();
+      throw error;
+    }
+    return { partitionLengths: this.partitionLengths, checksums: this.checksums, bytesWritten: this.position };
+  }
+
+  /** Closes and removes the temporary files; safe to call more than once. */
+  async abort(): Promise<void> {
+    const handle = this.handle;
+    this.handle = null;
+    await handle?.close().catch(() => undefined);
+    await Promise.all(Object.values(this.temp).map((path: string) => rm(path, { force: true })));
+  }
+}
+
+/** The chunks after the first `skip` bytes (a short writev resumes mid-chunk). */
+function remaining(chunks: Uint8Array[], skip: number): Uint8Array[] {
+  if (skip === 0) return chunks;
+  const out: Uint8Array[] = [];
+  for (const chunk of chunks) {
+    if (skip >= chunk.byteLength) {
+      skip -= chunk.byteLength;
+      continue;
+    }
+    out.push(skip > 0 ? chunk.subarray(skip) : chunk);
+    skip = 0;
+  }
+  return out;
+}
+
+async function writeWhole(path: string, bytes: Uint8Array): Promise<void> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(path, 'wx');
+    await handle.writeFile(bytes);
+  } catch (cause) {
+    throw ioError('write', path, cause);
+  } finally {
+    await handle?.close();
+  }
+}
+
+/** CS_FILE_NOT_FOUND unless `dir` exists and is a directory. */
+export async function assertDirectory(dir: string): Promise<void> {
+  try {
+    if ((await stat(dir)).isDirectory()) return;
+  } catch (cause) {
+    throw new ShuffleError('CS_FILE_NOT_FOUND', 'the output directory does not exist', { file: dir }, { cause });
+  }
+  throw new ShuffleError('CS_FILE_NOT_FOUND', 'the output path is not in a directory', { file: dir });
+}

@@ -1,0 +1,17 @@
+export { ShuffleError, type ErrorLocation, type ShuffleErrorCode } from './errors.js';
+export { CODEC_NAMES, type CodecName } from './format/codec.js';
+export { outputPaths, type OutputPaths } from './format/output-files.js';
+export { readIpcStream, readIpcSchema } from './format/ipc-reader.js';
+export {
+  ShuffleWriter,
+  DEFAULT_MAX_BATCH_ROWS,
+  DEFAULT_MEM_LIMIT_FLOOR,
+  DEFAULT_RESIZE_THRESHOLD,
+  type ShuffleWriterOptions,
+  type ShuffleWriteResult,
+} from './writer/shuffle-writer.js';
+export type { Partitioning } from './writer/partitioner.js';
+export { partitionBufferRows, targetCapacity } from './writer/buffer-sizing.js';
+export { ShuffleReader, type ReadOptions, type ShuffleOutputSources } from './reader/shuffle-reader.js';
+export { LocalFileSource, type ByteRangeSource } from './reader/byte-source.js';
+export { BatchCoalescer } from './reader/batch-coalescer.js';

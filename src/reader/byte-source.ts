@@ -1,0 +1,65 @@
+import { open, type FileHandle } from 'node:fs/promises';
+import { ioError, ShuffleError } from '../errors.js';
+
+/**
+ * Where the reader gets bytes from: a local file now, later a remote map
+ * output or an object store. Implementations must return exactly the bytes
+ * asked for, or throw a ShuffleError that names the source.
+ *
+ * Protocol: any number of `size` / `read` calls, possibly concurrent, then `close` once.
+ */
+export interface ByteRangeSource {
+  /** A name for error messages (a path or a URL). */
+  readonly name: string;
+  size(): Promise<number>;
+  /** The bytes [offset, offset + length). */
+  read(offset: number, length: number): Promise<Uint8Array>;
+  close(): Promise<void>;
+}
+
+/** A ByteRangeSource over a local file. */
+export class LocalFileSource implements ByteRangeSource {
+  private constructor(readonly name: string, private readonly handle: FileHandle) {}
+
+  static async open(path: string): Promise<LocalFileSource> {
+    try {
+      return new LocalFileSource(path, await open(path, 'r'));
+    } catch (cause) {
+      throw ioError('open', path, cause);
+    }
+  }
+
+  async size(): Promise<number> {
+    try {
+      return (await this.handle.stat()).size;
+    } catch (cause) {
+      throw ioError('stat', this.name, cause);
+    }
+  }
+
+  async read(offset: number, length: number): Promise<Uint8Array> {
+    // 8-byte aligned (a fresh ArrayBuffer), so arrow-js reads buffers without copying them
+    const bytes = new Uint8Array(length);
+    let done = 0;
+    try {
+      while (done < length) {
+        const { bytesRead } = await this.handle.read(bytes, done, length - done, offset + done);
+        if (bytesRead === 0) break;
+        done += bytesRead;
+      }
+    } catch (cause) {
+      throw ioError('read', this.name, cause);
+    }
+    if (done < length) {
+      throw new ShuffleError('CS_CORRUPT_DATA', `file is truncated: wanted ${length} bytes, found ${done}`, {
+        file: this.name,
+        offset: offset + done,
+      });
+    }
+    return bytes;
+  }
+
+  async close(): Promise<void> {
+    await this.handle.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,178 @@
+import type { RecordBatch, Schema } from 'apache-arrow';
+import { ShuffleError, type ErrorLocation } from '../errors.js';
+import { readIpcSchema, readIpcStream } from '../format/ipc-reader.js';
+import { crc32cOf, outputPaths } from '../format/output-files.js';
+import { BatchCoalescer } from './batch-coalescer.js';
+import { LocalFileSource, type ByteRangeSource } from './byte-source.js';
+
+/** The sources of one shuffle output; `checksum` is optional (outputs of other writers may have none). */
+export interface ShuffleOutputSources {
+  data: ByteRangeSource;
+  index: ByteRangeSource;
+  checksum?: ByteRangeSource;
+}
+
+export interface ReadOptions {
+  /** Merge small batches into batches of about this many rows (default: yield batches as stored). */
+  coalesceRows?: number;
+}
+
+/**
+ * Reads a shuffle output: the index tells where each partition's IPC stream
+ * lies in the data file, the checksum file how to verify it.
+ *
+ * A partition is read whole and its CRC32C verified before its first batch is
+ * decoded, so a damaged partition never yields a single row; batches are then
+ * decompressed asynchronously one after another.
+ *
+ * Protocol: `await ShuffleReader.open(prefix)` (or `fromSources`), any number
+ * of reads (also concurrently), then `close()`.
+ */
+export class ShuffleReader {
+  /** Byte offsets of each partition in the data file: partition p is [offsets[p], offsets[p+1]). */
+  readonly offsets: readonly number[];
+  readonly checksums: readonly number[] | null;
+  private constructor(private readonly sources: ShuffleOutputSources, offsets: number[], checksums: number[] | null) {
+    this.offsets = offsets;
+    this.checksums = checksums;
+  }
+
+  /** Opens `<prefix>.data`, `<prefix>.index` and `<prefix>.checksum.CRC32C` from the local file system. */
+  static async open(prefix: string): Promise<ShuffleReader> {
+    const paths = outputPaths(prefix);
+    const opened: ByteRangeSource[] = [];
+    try {
+      const index = await LocalFileSource.open(paths.index);
+      opened.push(index);
+      const data = await LocalFileSource.open(paths.data);
+      opened.push(data);
+      const checksum = await LocalFileSource.open(paths.checksum);
+      opened.push(checksum);
+      return await ShuffleReader.fromSources({ data, index, checksum });
+    } catch (error) {
+      await Promise.all(opened.map((s) => s.close()));
+      throw error;
+    }
+  }
+
+  /** Reads the index (and checksums) from the given sources and validates them against the data's size. */
+  static async fromSources(sources: ShuffleOutputSources): Promise<ShuffleReader> {
+    const { index, data, checksum } = sources;
+    const indexSize = await index.size();
+    if (indexSize < 16 || indexSize % 8 !== 0) {
+      throw new ShuffleError('CS_CORRUPT_DATA', `index file has ${indexSize} bytes: expected (partitions + 1) * 8 with at least one partition`, { file: index.name });
+    }
+    const indexBytes = await index.read(0, indexSize);
+    const view = new DataView(indexBytes.buffer, indexBytes.byteOffset, indexBytes.byteLength);
+    const dataSize = await data.size();
+    const offsets: number[] = [];
+    for (let i = 0; i < indexSize / 8; i++) {
+      const offset = Number(view.getBigInt64(i * 8, false));
+      const previous = offsets[i - 1] ?? 0;
+      if ((i === 0 && offset !== 0) || offset < previous || offset > dataSize) {
+        throw new ShuffleError(
+          'CS_CORRUPT_DATA',
+          `index entry ${i} is ${offset}: offsets must start at 0, never decrease and stay within the ${dataSize}-byte data file`,
+          { file: index.name, offset: i * 8 },
+        );
+      }
+      offsets.push(offset);
+    }
+    if (offsets[offsets.length - 1] !== dataSize) {
+      throw new ShuffleError('CS_CORRUPT_DATA', `the index ends at ${offsets[offsets.length - 1]} but the data file has ${dataSize} bytes`, { file: data.name });
+    }
+    let checksums: number[] | null = null;
+    if (checksum !== undefined) {
+      const numPartitions = offsets.length - 1;
+      const size = await checksum.size();
+      if (size !== numPartitions * 8) {
+        throw new ShuffleError('CS_CORRUPT_DATA', `checksum file has ${size} bytes, expected ${numPartitions * 8} for ${numPartitions} partitions`, { file: checksum.name });
+      }
+      const bytes = await checksum.read(0, size);
+      const cview = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      checksums = Array.from({ length: numPartitions }, (_, p) => Number(cview.getBigUint64(p * 8, false) & 0xffffffffn));
+    }
+    return new ShuffleReader(sources, offsets, checksums);
+  }
+
+  get numPartitions(): number {
+    return this.offsets.length - 1;
+  }
+
+  /** Bytes of partition p in the data file (0 when it received no rows). */
+  partitionLength(p: number): number {
+    this.assertPartition(p);
+    return this.offsets[p + 1]! - this.offsets[p]!;
+  }
+
+  /** The schema, read from the first non-empty partition; null when every partition is empty. */
+  async schema(): Promise<Schema | null> {
+    for (let p = 0; p < this.numPartitions; p++) {
+      if (this.partitionLength(p) > 0) return readIpcSchema(await this.partitionBytes(p), this.location(p));
+    }
+    return null;
+  }
+
+  /** The verified bytes of partition p: one complete Arrow IPC stream, or empty. */
+  async partitionBytes(p: number): Promise<Uint8Array> {
+    const length = this.partitionLength(p);
+    if (length === 0) return new Uint8Array(0);
+    const bytes = await this.sources.data.read(this.offsets[p]!, length);
+    const expected = this.checksums?.[p];
+    if (expected !== undefined) {
+      const actual = crc32cOf([bytes]);
+      if (actual !== expected) {
+        throw new ShuffleError('CS_CHECKSUM_MISMATCH', `partition bytes have CRC32C ${hex(actual)}, the checksum file says ${hex(expected)}`, this.location(p));
+      }
+    }
+    return bytes;
+  }
+
+  /** The record batches of partition p, in the order they were written. */
+  async *readPartition(p: number, options: ReadOptions = {}): AsyncGenerator<RecordBatch> {
+    yield* this.readPartitions(p, p + 1, options);
+  }
+
+  /** The record batches of partitions [start, end), the way a reducer reads a range of partitions. */
+  async *readPartitions(start: number, end: number, options: ReadOptions = {}): AsyncGenerator<RecordBatch> {
+    if (!(Number.isInteger(start) && Number.isInteger(end) && start >= 0 && start <= end && end <= this.numPartitions)) {
+      throw new ShuffleError('CS_INVALID_ARGUMENT', `partition range [${start}, ${end}) is not within [0, ${this.numPartitions})`);
+    }
+    const target = options.coalesceRows;
+    if (target !== undefined && !(Number.isInteger(target) && target >= 1)) {
+      throw new ShuffleError('CS_INVALID_ARGUMENT', `coalesceRows must be an integer >= 1, got ${String(target)}`);
+    }
+    let coalescer: BatchCoalescer | null = null;
+    for (let p = start; p < end; p++) {
+      if (this.partitionLength(p) === 0) continue;
+      for await (const batch of readIpcStream(await this.partitionBytes(p), this.location(p))) {
+        if (target === undefined) {
+          yield batch;
+          continue;
+        }
+        coalescer ??= new BatchCoalescer(batch.schema, target);
+        yield* coalescer.push(batch);
+      }
+    }
+    const last = coalescer?.finish();
+    if (last) yield last;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.sources.data.close(), this.sources.index.close(), this.sources.checksum?.close()]);
+  }
+
+  private assertPartition(p: number): void {
+    if (!(Number.isInteger(p) && p >= 0 && p < this.numPartitions)) {
+      throw new ShuffleError('CS_INVALID_ARGUMENT', `partition ${p} does not exist: this output has ${this.numPartitions} partitions`);
+    }
+  }
+
+  private location(p: number): ErrorLocation {
+    return { file: this.sources.data.name, partition: p, offset: this.offsets[p]! };
+  }
+}
+
+function hex(n: number): string {
+  return `0x${(n >>> 0).toString(16).padStart(8, '0')}`;
+}

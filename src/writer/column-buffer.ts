@@ -1,0 +1,123 @@
+import type { FieldNodeInfo } from '../format/ipc-message.js';
+import type { ColumnLayout } from './column-layout.js';
+import { countZeroBits, setBits } from './split-bits.js';
+
+const EMPTY = new Uint8Array(0);
+
+/** How many bytes a buffer of `rows` rows takes for this layout, rounded up to whole 32-bit words. */
+function valuesBytes(layout: ColumnLayout, rows: number): number {
+  switch (layout.kind) {
+    case 'null':
+      return 0;
+    case 'bool':
+      return roundUp4((rows + 7) >>> 3);
+    case 'fixed-width':
+      return roundUp4(rows * layout.byteWidth);
+    case 'binary':
+      return (rows + 1) * layout.offsetWidth;
+  }
+}
+
+function roundUp4(n: number): number {
+  return (n + 3) & ~3;
+}
+
+/** One column's buffers inside one partition buffer, pre-allocated for `capacity` rows. */
+export class ColumnBuffer {
+  readonly layout: ColumnLayout;
+  /** validity bits, allocated only once the column has had a null (Gluten's sticky inputHasNull) */
+  validity: Uint8Array | null = null;
+  /** fixed-width values, boolean bits, or binary offsets */
+  values: Uint8Array = EMPTY;
+  values16: Uint16Array = new Uint16Array(0);
+  values32: Int32Array = new Int32Array(0);
+  /** binary value bytes; dataLength of them are used */
+  data: Uint8Array = EMPTY;
+  dataLength = 0;
+
+  constructor(layout: ColumnLayout) {
+    this.layout = layout;
+  }
+
+  /** Bytes held by this column's buffers. */
+  get allocatedBytes(): number {
+    return (this.validity?.byteLength ?? 0) + this.values.byteLength + this.data.byteLength;
+  }
+
+  /**
+   * Re-sizes every buffer to `capacity` rows keeping the first `keep` rows.
+   * Binary data gets `dataBytes` (at least what is kept).
+   */
+  resize(capacity: number, keep: number, dataBytes: number): void {
+    const values = new Uint8Array(valuesBytes(this.layout, capacity));
+    values.set(this.values.subarray(0, Math.min(valuesBytes(this.layout, keep), values.byteLength)));
+    this.setValues(values);
+    if (this.validity !== null) {
+      const validity = new Uint8Array(roundUp4((capacity + 7) >>> 3)).fill(0xff);
+      validity.set(this.validity.subarray(0, (keep + 7) >>> 3));
+      this.validity = validity;
+    }
+    if (this.layout.kind === 'binary') {
+      const data = new Uint8Array(Math.max(dataBytes, this.dataLength));
+      data.set(this.data.subarray(0, this.dataLength));
+      this.data = data;
+    }
+  }
+
+  /** Allocates the validity bitmap with the `filled` rows so far marked valid. */
+  ensureValidity(capacity: number): void {
+    if (this.validity === null) this.validity = new Uint8Array(roundUp4((capacity + 7) >>> 3)).fill(0xff);
+  }
+
+  /** Marks rows [from, from + count) valid (input rows of a batch without nulls). */
+  markValid(from: number, count: number): void {
+    if (this.validity !== null) setBits(this.validity, from, count);
+  }
+
+  /** Grows binary data to hold `bytes`, by at least half again (Gluten grows ×1.5, ×1.25, ...; we keep ×1.5). */
+  ensureDataCapacity(bytes: number): void {
+    if (bytes <= this.data.byteLength) return;
+    if (bytes > 0x7fffffff) throw new RangeError('a partition buffer would hold more than 2 GiB of binary data');
+    const grown = new Uint8Array(Math.min(0x7fffffff, Math.max(bytes, Math.ceil(this.data.byteLength * 1.5))));
+    grown.set(this.data.subarray(0, this.dataLength));
+    this.data = grown;
+  }
+
+  /** Forgets the rows (after they became a payload); buffers are kept for reuse. */
+  clear(): void {
+    this.dataLength = 0;
+  }
+
+  /**
+   * Copies the first `rows` rows out as Arrow body buffers (the copies may be
+   * compressed asynchronously while this buffer is refilled).
+   */
+  snapshot(rows: number, nodes: FieldNodeInfo[], buffers: Uint8Array[]): void {
+    const { layout } = this;
+    if (layout.kind === 'null') {
+      nodes.push({ length: rows, nullCount: rows });
+      return;
+    }
+    const nullCount = this.validity === null ? 0 : countZeroBits(this.validity, rows);
+    nodes.push({ length: rows, nullCount });
+    buffers.push(nullCount === 0 ? EMPTY : this.validity!.slice(0, (rows + 7) >>> 3));
+    switch (layout.kind) {
+      case 'bool':
+        buffers.push(this.values.slice(0, (rows + 7) >>> 3));
+        break;
+      case 'fixed-width':
+        buffers.push(this.values.slice(0, rows * layout.byteWidth));
+        break;
+      case 'binary':
+        buffers.push(this.values.slice(0, (rows + 1) * layout.offsetWidth));
+        buffers.push(this.data.slice(0, this.dataLength));
+        break;
+    }
+  }
+
+  private setValues(values: Uint8Array): void {
+    this.values = values;
+    this.values16 = new Uint16Array(values.buffer, 0, values.byteLength >>> 1);
+    this.values32 = new Int32Array(values.buffer, 0, values.byteLength >>> 2);
+  }
+}

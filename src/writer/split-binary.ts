@@ -1,0 +1,56 @@
+import type { SourceColumn } from './source-column.js';
+import type { ColumnBuffer } from './column-buffer.js';
+
+/** Strings up to this length are copied byte by byte: faster than set(subarray) for short values. */
+const SHORT_VALUE_BYTES = 32;
+
+/**
+ * Gathers binary / utf8 values (Gluten's splitBinaryType), writing Arrow
+ * offsets (int32, or int64 as low word + zero high word) instead of Gluten's
+ * lengths, so a partition buffer is an Arrow array as it stands.
+ *
+ * Worked example: src offsets [0, 2, 5, 9] ("ab", "cde", "fghi"), rowIds [2, 0],
+ * a partition already holding "xy" (offsets [0, 2], dataLength 2):
+ *
+ * ```text
+ * dst offsets  [0, 2, 6, 8]     2 + len("fghi") = 6, 6 + len("ab") = 8
+ * dst data     "xyfghiab"
+ * ```
+ */
+export function splitBinary(
+  src: SourceColumn,
+  rowIds: Uint32Array,
+  start: number,
+  end: number,
+  dst: ColumnBuffer,
+  dstRow: number,
+): void {
+  const offsets = src.offsets!;
+  const stride = src.offsetStride;
+  const srcData = src.bytes;
+
+  let needed = 0;
+  for (let k = start; k < end; k++) {
+    const r = rowIds[k]! * stride;
+    needed += offsets[r + stride]! - offsets[r]!;
+  }
+  dst.ensureDataCapacity(dst.dataLength + needed);
+
+  const dstData = dst.data;
+  const dstOffsets = dst.values32;
+  let pos = dst.dataLength;
+  let o = (dstRow + 1) * stride;
+  for (let k = start; k < end; k++, o += stride) {
+    const r = rowIds[k]! * stride;
+    const from = offsets[r]!;
+    const to = offsets[r + stride]!;
+    if (to - from <= SHORT_VALUE_BYTES) {
+      for (let b = from; b < to; b++) dstData[pos++] = srcData[b]!;
+    } else {
+      dstData.set(srcData.subarray(from, to), pos);
+      pos += to - from;
+    }
+    dstOffsets[o] = pos;
+  }
+  dst.dataLength = pos;
+}
