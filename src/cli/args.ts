@@ -1,0 +1,92 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
+/**
+ * A wrong command line: unknown option, missing argument, malformed value.
+ * The CLI reports it as CS_INVALID_ARGUMENT with exit code 2; nothing was attempted.
+ */
+export class UsageError extends Error {
+  override name = 'UsageError';
+  /** the command whose --help to point at, or null for the top level */
+  constructor(message: string, readonly command: string | null) {
+    super(message);
+  }
+}
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+export interface ParsedArgs {
+  values: Record<string, string | boolean | (string | boolean)[] | undefined>;
+  positionals: string[];
+}
+
+/** `util.parseArgs` in strict mode, its errors turned into UsageErrors. */
+export function parseCommandArgs(command: string, args: string[], options: Options, maxPositionals: number): ParsedArgs {
+  let parsed: ParsedArgs;
+  try {
+    parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (error) {
+    const message = error instanceof Error ? firstSentence(error.message) : String(error);
+    throw new UsageError(message, command);
+  }
+  if (parsed.positionals.length > maxPositionals) {
+    throw new UsageError(`unexpected argument '${parsed.positionals[maxPositionals]}'`, command);
+  }
+  return parsed;
+}
+
+/** True when -h / --help appears before a `--` terminator. */
+export function wantsHelp(args: readonly string[]): boolean {
+  for (const arg of args) {
+    if (arg === '--') return false;
+    if (arg === '-h' || arg === '--help') return true;
+  }
+  return false;
+}
+
+/** parseArgs' messages are two sentences of advice; the first one says what is wrong. */
+function firstSentence(message: string): string {
+  const cut = message.indexOf('. ');
+  const sentence = cut < 0 ? message : message.slice(0, cut);
+  return sentence.charAt(0).toLowerCase() + sentence.slice(1).replace(/\.$/, '');
+}
+
+export function stringOption(parsed: ParsedArgs, name: string): string | undefined {
+  const value = parsed.values[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+export function flag(parsed: ParsedArgs, name: string): boolean {
+  return parsed.values[name] === true;
+}
+
+export function requiredOption(parsed: ParsedArgs, name: string, command: string): string {
+  const value = stringOption(parsed, name);
+  if (value === undefined) throw new UsageError(`missing required option --${name}`, command);
+  return value;
+}
+
+export function requiredPositional(parsed: ParsedArgs, index: number, what: string, command: string): string {
+  const value = parsed.positionals[index];
+  if (value === undefined || value.length === 0) throw new UsageError(`missing ${what}`, command);
+  return value;
+}
+
+/** A decimal integer in [min, max], e.g. `--partitions 200`. */
+export function integerOption(text: string | undefined, name: string, command: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
+  if (text === undefined) return undefined;
+  const value = /^[0-9]+$/.test(text.replaceAll('_', '')) ? Number(text.replaceAll('_', '')) : NaN;
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `in [${min}, ${max}]`;
+    throw new UsageError(`--${name} must be an integer ${range}, got '${text}'`, command);
+  }
+  return value;
+}
+
+/** One of a fixed set of words, e.g. `--codec zstd`. */
+export function choiceOption<T extends string>(text: string | undefined, name: string, choices: readonly T[], command: string): T | undefined {
+  if (text === undefined) return undefined;
+  if (!(choices as readonly string[]).includes(text)) {
+    throw new UsageError(`--${name} must be one of ${choices.join(', ')}, got '${text}'`, command);
+  }
+  return text as T;
+}

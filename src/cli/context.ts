@@ -1,0 +1,76 @@
+import type { Writable } from 'node:stream';
+import { ShuffleError } from '../errors.js';
+
+/** Where a command writes; tests inject their own streams. */
+export interface CliIO {
+  stdout: Writable;
+  stderr: Writable;
+}
+
+export interface CliContext extends CliIO {
+  /** Aborted on SIGINT / SIGTERM: long loops check it between batches. */
+  signal: AbortSignal;
+}
+
+/** Exit codes: 0 success, 1 the operation failed, 2 bad command line, 130 interrupted. */
+export const EXIT_OK = 0;
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;
+export const EXIT_INTERRUPTED = 130;
+
+/** Thrown between batches after SIGINT / SIGTERM, so that `finally` blocks clean up. */
+export class Interrupted extends Error {
+  override name = 'Interrupted';
+}
+
+export function throwIfInterrupted(signal: AbortSignal): void {
+  if (signal.aborted) throw new Interrupted('interrupted');
+}
+
+export function isTTY(stream: Writable): boolean {
+  return (stream as Writable & { isTTY?: boolean }).isTTY === true;
+}
+
+export function writeLine(stream: Writable, line = ''): void {
+  stream.write(`${line}\n`);
+}
+
+export function writeJson(stream: Writable, value: unknown): void {
+  stream.write(`${JSON.stringify(value)}\n`);
+}
+
+/** 1234567 -> "1,234,567" */
+export function count(n: number): string {
+  return Math.round(n).toLocaleString('en-US');
+}
+
+/** 1536 -> "1.5 KiB" */
+export function bytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = n;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return unit === 0 ? `${n} B` : `${value.toFixed(value < 10 ? 2 : 1)} ${units[unit]}`;
+}
+
+export function seconds(ms: number): string {
+  return ms < 1000 ? `${ms.toFixed(0)} ms` : `${(ms / 1000).toFixed(2)} s`;
+}
+
+/** rows per second, "-" when the time is too short to say */
+export function rate(rows: number, ms: number): string {
+  return ms > 0 ? `${count((rows * 1000) / ms)} rows/s` : '-';
+}
+
+/** Milliseconds rounded to 0.1 for JSON output. */
+export function roundMs(ms: number): number {
+  return Math.round(ms * 10) / 10;
+}
+
+/** A ShuffleError about the command-line input rather than the library. */
+export function notFound(file: string, what: string): ShuffleError {
+  return new ShuffleError('CS_FILE_NOT_FOUND', `${what} does not exist`, { file });
+}

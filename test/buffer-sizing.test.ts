@@ -1,0 +1,43 @@
+import { describe, expect, test } from 'vitest';
+import { partitionBufferRows, targetCapacity } from '../src/writer/buffer-sizing.js';
+
+const MiB = 1024 * 1024;
+
+describe('partitionBufferRows follows Gluten: min((max(memLimit, floor) / bytesPerRow / P) >> 2, maxBatchRows)', () => {
+  test('the documented worked example: 128 MiB floor, 41 bytes per row, 200 partitions gives 4092 rows', () => {
+    expect(partitionBufferRows({ memLimit: 64 * MiB, memLimitFloor: 128 * MiB, bytesPerRow: 41, numPartitions: 200, maxBatchRows: 4096 })).toBe(4092);
+  });
+
+  test('4000 partitions get 204 rows each', () => {
+    expect(partitionBufferRows({ memLimit: 0, memLimitFloor: 128 * MiB, bytesPerRow: 41, numPartitions: 4000, maxBatchRows: 4096 })).toBe(204);
+  });
+
+  test('Gluten\'s published example: 4000 partitions x 100 B/row x 128 MiB is about 83 rows, 2 GiB about 1342', () => {
+    expect(partitionBufferRows({ memLimit: 0, memLimitFloor: 128 * MiB, bytesPerRow: 100, numPartitions: 4000, maxBatchRows: 4096 })).toBe(83);
+    expect(partitionBufferRows({ memLimit: 2048 * MiB, memLimitFloor: 128 * MiB, bytesPerRow: 100, numPartitions: 4000, maxBatchRows: 4096 })).toBe(1342);
+  });
+
+  test('a memory limit above the floor is used as it is', () => {
+    expect(partitionBufferRows({ memLimit: 256 * MiB, memLimitFloor: 128 * MiB, bytesPerRow: 1000, numPartitions: 1000, maxBatchRows: 4096 })).toBe(67);
+  });
+
+  test('the result never exceeds maxBatchRows', () => {
+    expect(partitionBufferRows({ memLimit: 0, memLimitFloor: 128 * MiB, bytesPerRow: 8, numPartitions: 1, maxBatchRows: 4096 })).toBe(4096);
+  });
+});
+
+describe('targetCapacity resizes only outside the ±25 % band', () => {
+  test.each([
+    ['within the band: keep the current capacity', 4000, 4500, 100, 4000],
+    ['above the band: grow', 4000, 5200, 100, 5200],
+    ['below the band: shrink', 4000, 2900, 100, 2900],
+    ['at the band edges: keep', 4000, 5000, 100, 4000],
+    ['at the lower edge: keep', 4000, 3000, 100, 4000],
+    ['never below the incoming rows', 4000, 4500, 4800, 4800],
+    ['a new buffer gets the preferred size', 0, 300, 10, 300],
+    ['a new buffer holds at least the incoming rows', 0, 0, 10, 10],
+    ['never zero', 0, 0, 0, 1],
+  ])('%s', (_, current, preferred, incoming, expected) => {
+    expect(targetCapacity(current, preferred, incoming, 0.25)).toBe(expected);
+  });
+});

@@ -1,0 +1,94 @@
+/**
+ * A reference "row value" extractor: turns any row of any flat column into a
+ * canonical string made of the raw bytes of its value ('null' for a null row).
+ * It reads the buffers directly, never through arrow-js getters or JS numbers,
+ * so NaN payloads, -0.0, and every word of a decimal or interval are compared
+ * bit for bit.
+ *
+ * It follows arrow-js's slicing conventions (see node-platform-facts.md):
+ * fixed-width `values` are sub-arrayed to the slice; validity and Bool values
+ * are not (row i is bit `offset + i`); binary `valueOffsets` are sub-arrayed and
+ * absolute into the unsliced `values`.
+ */
+import { Type, type Data, type RecordBatch } from 'apache-arrow';
+import { fixedByteWidth, isLargeOffsets, isVariableWidth } from './columns.js';
+
+const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'));
+
+function hex(bytes: Uint8Array, start: number, end: number): string {
+  let s = '';
+  for (let i = start; i < end; i++) s += HEX[bytes[i]!]!;
+  return s;
+}
+
+function bytesOf(view: ArrayBufferView): Uint8Array {
+  return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+}
+
+function bit(bytes: ArrayLike<number>, index: number): boolean {
+  return ((bytes[index >>> 3]! >>> (index & 7)) & 1) === 1;
+}
+
+/** Whether row i of `data` is valid, by the Arrow rules (no bitmap, or a known null count of 0: all valid). */
+export function isValidRow(data: Data, i: number): boolean {
+  if (data.typeId === Type.Null) return false;
+  const bitmap = data.nullBitmap as Uint8Array | undefined | null;
+  if (bitmap === undefined || bitmap === null || bitmap.length === 0) return true;
+  if (data.nullCount === 0) return true;
+  return bit(bitmap, data.offset + i);
+}
+
+/**
+ * A function giving the canonical string of row i of `data`, with the column's
+ * buffers prepared once (the extractor is called for every row of every column).
+ */
+export function cellReader(data: Data): (i: number) => string {
+  const type = data.type;
+  if (type.typeId === Type.Null) return () => 'null';
+  const valid = (i: number) => isValidRow(data, i);
+
+  if (type.typeId === Type.Bool) {
+    const values = data.values as Uint8Array;
+    const offset = data.offset;
+    return (i) => (valid(i) ? (bit(values, offset + i) ? 'true' : 'false') : 'null');
+  }
+
+  const width = fixedByteWidth(type);
+  if (width !== null) {
+    const bytes = bytesOf(data.values as ArrayBufferView);
+    return (i) => (valid(i) ? hex(bytes, i * width, (i + 1) * width) : 'null');
+  }
+
+  if (isVariableWidth(type)) {
+    const bytes = bytesOf(data.values as ArrayBufferView);
+    if (isLargeOffsets(type)) {
+      const offsets = data.valueOffsets as unknown as BigInt64Array;
+      return (i) => (valid(i) ? `"${hex(bytes, Number(offsets[i]!), Number(offsets[i + 1]!))}"` : 'null');
+    }
+    const offsets = data.valueOffsets as Int32Array;
+    return (i) => (valid(i) ? `"${hex(bytes, offsets[i]!, offsets[i + 1]!)}"` : 'null');
+  }
+  throw new Error(`no row extractor for ${String(type)}`);
+}
+
+/** The canonical string of one row of one column. */
+export function cellOf(data: Data, i: number): string {
+  return cellReader(data)(i);
+}
+
+/**
+ * The canonical strings of every row of a batch: the listed columns' cells joined by '|'
+ * (all columns by default).
+ */
+export function rowsOf(batch: RecordBatch, columns?: readonly number[]): string[] {
+  const children = batch.data.children;
+  const picked = columns ?? children.map((_, c) => c);
+  const readers = picked.map((c) => cellReader(children[c]!));
+  const out = new Array<string>(batch.numRows);
+  for (let i = 0; i < batch.numRows; i++) {
+    let s = '';
+    for (let c = 0; c < readers.length; c++) s += (c === 0 ? '' : '|') + readers[c]!(i);
+    out[i] = s;
+  }
+  return out;
+}

@@ -1,0 +1,148 @@
+import { join } from 'node:path';
+import { Field, Int32, List, makeData, makeTable, RecordBatch, Schema, Struct, Utf8, vectorFromArray } from 'apache-arrow';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { ShuffleError, ShuffleWriter, type ShuffleWriterOptions } from '../src/index.js';
+import { listFiles, makeTempDir, removeDir } from './support/temp-dir.js';
+
+let dir: string;
+beforeEach(async () => (dir = await makeTempDir()));
+afterEach(async () => removeDir(dir));
+
+function ints(name: string, values: number[]): RecordBatch {
+  return makeTable({ [name]: Int32Array.from(values) }).batches[0]!;
+}
+
+function options(overrides: Partial<ShuffleWriterOptions> = {}): ShuffleWriterOptions {
+  return { numPartitions: 4, partitioning: { kind: 'hash', keys: ['k'] }, outputPrefix: join(dir, 'out'), ...overrides };
+}
+
+async function expectCode(promise: Promise<unknown>, code: string, message?: RegExp): Promise<ShuffleError> {
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ShuffleError);
+  expect((error as ShuffleError).code).toBe(code);
+  if (message) expect((error as ShuffleError).message).toMatch(message);
+  return error as ShuffleError;
+}
+
+describe('options are refused before anything is written', () => {
+  test.each([0, -1, 1.5, Number.NaN])('numPartitions %s is CS_INVALID_ARGUMENT', async (n) => {
+    await expectCode(ShuffleWriter.create(options({ numPartitions: n })), 'CS_INVALID_ARGUMENT', /numPartitions/);
+    expect(await listFiles(dir)).toEqual([]);
+  });
+
+  test('an unknown codec is CS_INVALID_ARGUMENT', async () => {
+    await expectCode(ShuffleWriter.create(options({ codec: 'snappy' as never })), 'CS_INVALID_ARGUMENT', /codec/);
+  });
+
+  test('an output directory that does not exist is CS_FILE_NOT_FOUND naming it', async () => {
+    const error = await expectCode(ShuffleWriter.create(options({ outputPrefix: join(dir, 'missing', 'out') })), 'CS_FILE_NOT_FOUND');
+    expect(error.where.file).toBe(join(dir, 'missing'));
+  });
+
+  test('an unknown key column is CS_UNKNOWN_COLUMN naming the column and listing the real ones', async () => {
+    const schema = new Schema([new Field('a', new Int32())]);
+    const error = await expectCode(ShuffleWriter.create(options({ schema })), 'CS_UNKNOWN_COLUMN', /columns: a/);
+    expect(error.where.column).toBe('k');
+    expect(await listFiles(dir)).toEqual([]);
+  });
+
+  test('hash partitioning without keys is CS_INVALID_ARGUMENT', async () => {
+    await expectCode(ShuffleWriter.create(options({ partitioning: { kind: 'hash', keys: [] }, schema: new Schema([new Field('k', new Int32())]) })), 'CS_INVALID_ARGUMENT');
+  });
+});
+
+describe('bad batches are refused with a typed error and the output is never half-written', () => {
+  test('a nested column is CS_UNSUPPORTED_TYPE naming the column and its type', async () => {
+    const writer = await ShuffleWriter.create(options({ partitioning: { kind: 'single' } }));
+    const list = vectorFromArray([[1], [2, 3]], new List(new Field('item', new Int32(), true)));
+    const batch = makeTable({ tags: list } as never).batches[0]!;
+    const error = await expectCode(writer.write(batch), 'CS_UNSUPPORTED_TYPE', /List/);
+    expect(error.where.column).toBe('tags');
+    await writer.abort();
+    expect(await listFiles(dir)).toEqual([]);
+  });
+
+  test('a dictionary column is CS_UNSUPPORTED_TYPE, never mis-written', async () => {
+    const writer = await ShuffleWriter.create(options({ partitioning: { kind: 'single' } }));
+    const batch = makeTable({ s: vectorFromArray(['a', 'b', 'a']) } as never).batches[0]!; // Dictionary<Int32, Utf8>
+    await expectCode(writer.write(batch), 'CS_UNSUPPORTED_TYPE', /Dictionary/);
+    await writer.abort();
+  });
+
+  test('a struct column is CS_UNSUPPORTED_TYPE', async () => {
+    const writer = await ShuffleWriter.create(options({ partitioning: { kind: 'single' } }));
+    const child = makeData({ type: new Int32(), length: 1, data: Int32Array.of(1) });
+    const type = new Struct([new Field('x', new Int32())]);
+    const schema = new Schema([new Field('s', type)]);
+    const batch = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: 1, children: [makeData({ type, length: 1, children: [child] })] }));
+    await expectCode(writer.write(batch), 'CS_UNSUPPORTED_TYPE');
+    await writer.abort();
+  });
+
+  test('a batch whose schema differs from the first is CS_SCHEMA_MISMATCH and the writer stays usable', async () => {
+    const writer = await ShuffleWriter.create(options());
+    await writer.write(ints('k', [1, 2, 3]));
+    await expectCode(writer.write(ints('other', [1])), 'CS_SCHEMA_MISMATCH', /expected \{k: Int32 not null\}/);
+    await writer.write(ints('k', [4]));
+    const result = await writer.finish();
+    expect(result.rows).toBe(4);
+  });
+
+  test('write after finish, finish twice and write after abort are CS_WRITER_CLOSED', async () => {
+    const writer = await ShuffleWriter.create(options());
+    await writer.write(ints('k', [1]));
+    await writer.finish();
+    await expectCode(writer.write(ints('k', [1])), 'CS_WRITER_CLOSED');
+    await expectCode(writer.finish(), 'CS_WRITER_CLOSED');
+    const aborted = await ShuffleWriter.create(options({ outputPrefix: join(dir, 'second') }));
+    await aborted.abort();
+    await expectCode(aborted.write(ints('k', [1])), 'CS_WRITER_CLOSED');
+  });
+
+  test('finish without any batch and without a schema is refused and leaves nothing behind', async () => {
+    const writer = await ShuffleWriter.create(options());
+    await expectCode(writer.finish(), 'CS_INVALID_ARGUMENT', /schema/);
+    expect(await listFiles(dir)).toEqual([]);
+  });
+
+  test('finish without any batch but with a schema writes an output whose partitions are all empty', async () => {
+    const writer = await ShuffleWriter.create(options({ schema: new Schema([new Field('k', new Int32())]) }));
+    const result = await writer.finish();
+    expect(result.partitionLengths).toEqual([0, 0, 0, 0]);
+    expect(await listFiles(dir)).toEqual(['out.checksum.CRC32C', 'out.data', 'out.index']);
+  });
+
+  test('abort removes every temporary file', async () => {
+    const writer = await ShuffleWriter.create(options());
+    await writer.write(ints('k', [1, 2, 3]));
+    expect((await listFiles(dir)).length).toBe(1); // the temporary data file
+    await writer.abort();
+    expect(await listFiles(dir)).toEqual([]);
+  });
+});
+
+describe('precomputed partition ids', () => {
+  test('an out-of-range id is CS_PARTITION_ID_OUT_OF_RANGE naming the column and the row across batches', async () => {
+    const writer = await ShuffleWriter.create(options({ partitioning: { kind: 'partition-id', column: 'pid' } }));
+    await writer.write(ints('pid', [0, 1, 2]));
+    const error = await expectCode(writer.write(ints('pid', [3, 4, 1])), 'CS_PARTITION_ID_OUT_OF_RANGE', /partition id 4 is outside \[0, 4\)/);
+    expect(error.where).toMatchObject({ column: 'pid', row: 4 });
+    await writer.abort();
+  });
+
+  test('a null id is CS_PARTITION_ID_OUT_OF_RANGE', async () => {
+    const writer = await ShuffleWriter.create(options({ partitioning: { kind: 'partition-id', column: 'pid' } }));
+    const batch = makeTable({ pid: vectorFromArray([1, null], new Int32()) } as never).batches[0]!;
+    const error = await expectCode(writer.write(batch), 'CS_PARTITION_ID_OUT_OF_RANGE', /null/);
+    expect(error.where.row).toBe(1);
+    await writer.abort();
+  });
+
+  test('a non-integer id column is CS_UNSUPPORTED_KEY_TYPE', async () => {
+    const schema = new Schema([new Field('pid', new Utf8())]);
+    await expectCode(ShuffleWriter.create(options({ schema, partitioning: { kind: 'partition-id', column: 'pid' } })), 'CS_UNSUPPORTED_KEY_TYPE');
+  });
+});
