@@ -58,7 +58,7 @@ describe('bad batches are refused with a typed error and the output is never hal
   test('a nested column is CS_UNSUPPORTED_TYPE naming the column and its type', async () => {
     const writer = await ShuffleWriter.create(options({ partitioning: { kind: 'single' } }));
     const list = vectorFromArray([[1], [2, 3]], new List(new Field('item', new Int32(), true)));
-    const batch = makeTable({ tags: list } as never).batches[0]!;
+    const batch = makeTable({ tags: list } as never).batches[0]! as unknown as RecordBatch;
     const error = await expectCode(writer.write(batch), 'CS_UNSUPPORTED_TYPE', /List/);
     expect(error.where.column).toBe('tags');
     await writer.abort();
@@ -67,7 +67,7 @@ describe('bad batches are refused with a typed error and the output is never hal
 
   test('a dictionary column is CS_UNSUPPORTED_TYPE, never mis-written', async () => {
     const writer = await ShuffleWriter.create(options({ partitioning: { kind: 'single' } }));
-    const batch = makeTable({ s: vectorFromArray(['a', 'b', 'a']) } as never).batches[0]!; // Dictionary<Int32, Utf8>
+    const batch = makeTable({ s: vectorFromArray(['a', 'b', 'a']) } as never).batches[0]! as unknown as RecordBatch; // Dictionary<Int32, Utf8>
     await expectCode(writer.write(batch), 'CS_UNSUPPORTED_TYPE', /Dictionary/);
     await writer.abort();
   });
@@ -135,7 +135,7 @@ describe('precomputed partition ids', () => {
 
   test('a null id is CS_PARTITION_ID_OUT_OF_RANGE', async () => {
     const writer = await ShuffleWriter.create(options({ partitioning: { kind: 'partition-id', column: 'pid' } }));
-    const batch = makeTable({ pid: vectorFromArray([1, null], new Int32()) } as never).batches[0]!;
+    const batch = makeTable({ pid: vectorFromArray([1, null], new Int32()) } as never).batches[0]! as unknown as RecordBatch;
     const error = await expectCode(writer.write(batch), 'CS_PARTITION_ID_OUT_OF_RANGE', /null/);
     expect(error.where.row).toBe(1);
     await writer.abort();

@@ -45,7 +45,7 @@ export function wantsHelp(args: readonly string[]): boolean {
 
 /** parseArgs' messages are two sentences of advice; the first one says what is wrong. */
 function firstSentence(message: string): string {
-  const cut = message.indexOf('. ');
+  const cut = message.search(/\.\s/);
   const sentence = cut < 0 ? message : message.slice(0, cut);
   return sentence.charAt(0).toLowerCase() + sentence.slice(1).replace(/\.$/, '');
 }

@@ -1,5 +1,5 @@
 import type { Writable } from 'node:stream';
-import { ShuffleError } from '../errors.js';
+import type { Schema } from 'apache-arrow';
 
 /** Where a command writes; tests inject their own streams. */
 export interface CliIO {
@@ -44,7 +44,12 @@ export function count(n: number): string {
   return Math.round(n).toLocaleString('en-US');
 }
 
-/** 1536 -> "1.5 KiB" */
+/** (1, 'batch', 'batches') -> "1 batch" */
+export function plural(n: number, one: string, many: string): string {
+  return `${count(n)} ${n === 1 ? one : many}`;
+}
+
+/** 1536 -> "1.50 KiB" */
 export function bytes(n: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let value = n;
@@ -70,7 +75,7 @@ export function roundMs(ms: number): number {
   return Math.round(ms * 10) / 10;
 }
 
-/** A ShuffleError about the command-line input rather than the library. */
-export function notFound(file: string, what: string): ShuffleError {
-  return new ShuffleError('CS_FILE_NOT_FOUND', `${what} does not exist`, { file });
+/** "key: Int64 not null, label: Utf8" */
+export function describeSchema(schema: Schema): string {
+  return schema.fields.map((f) => `${f.name}: ${String(f.type)}${f.nullable ? '' : ' not null'}`).join(', ');
 }

@@ -1,7 +1,8 @@
-import { compressFrame, decompressFrame } from 'lz4-napi';
+import { decompressFrame } from 'lz4-napi';
 import * as zstd from 'zstd-napi';
 import { CompressionType } from 'apache-arrow/fb/compression-type';
 import { ShuffleError } from '../errors.js';
+import { compressLz4Frame } from './lz4-frame.js';
 
 /** The body compressions a shuffle output can use; `none` writes uncompressed IPC. */
 export type CodecName = 'lz4' | 'zstd' | 'none';
@@ -24,10 +25,11 @@ export interface Codec {
 }
 
 // lz4-napi's sync calls leak ~1 MB per MB processed (antoniomuso/lz4-napi#678): only the async ones are used.
+// Frames are assembled around its block compressor (lz4-frame.ts), which is about twice as fast.
 const lz4: Codec = {
   name: 'lz4',
   arrowType: CompressionType.LZ4_FRAME,
-  compress: (input) => compressFrame(input),
+  compress: compressLz4Frame,
   decompress: (input) => decompressFrame(input),
 };
 

@@ -7,6 +7,7 @@ import {
   RecordBatch as RecordBatchHeader,
 } from 'apache-arrow/ipc/metadata/message';
 import type { Codec } from './codec.js';
+import type { CompressionAdvisor } from './compression-advisor.js';
 
 /**
  * Arrow IPC encapsulated messages, written by hand around arrow-js's flatbuffer
@@ -73,8 +74,8 @@ const ZEROS = new Uint8Array(8);
  * Encodes a record-batch message whose body holds `buffers` in order (validity,
  * offsets, values... as the Arrow columnar format lays them out per field).
  * With a codec, each non-empty buffer is compressed on its own and prefixed
- * with its uncompressed length; a buffer that does not shrink is stored raw
- * with prefix -1. The caller must keep `buffers` unchanged until this settles.
+ * with its uncompressed length; a buffer that does not shrink, or that the
+ * advisor says is not worth trying, is stored raw with prefix -1. The caller must keep `buffers` unchanged until this settles.
  * Without a codec the buffers are referenced, not copied: copy them first if
  * they will be reused.
  */
@@ -83,10 +84,11 @@ export async function encodeRecordBatchMessage(
   nodes: readonly FieldNodeInfo[],
   buffers: readonly Uint8Array[],
   codec: Codec | null,
+  advisor?: CompressionAdvisor,
 ): Promise<EncodedMessage> {
   const bodyParts: Uint8Array[][] = codec === null
     ? buffers.map((b) => [b])
-    : await Promise.all(buffers.map((b) => compressBodyBuffer(b, codec)));
+    : await Promise.all(buffers.map((b, position) => compressBodyBuffer(b, codec, advisor, position)));
 
   const regions: BufferRegion[] = [];
   const body: Uint8Array[] = [];
@@ -114,11 +116,13 @@ export async function encodeRecordBatchMessage(
 }
 
 /** `[prefix, frame]` for one body buffer; an empty buffer stays empty (as Arrow C++ and arrow-rs write it). */
-async function compressBodyBuffer(buffer: Uint8Array, codec: Codec): Promise<Uint8Array[]> {
+async function compressBodyBuffer(buffer: Uint8Array, codec: Codec, advisor: CompressionAdvisor | undefined, position: number): Promise<Uint8Array[]> {
   if (buffer.byteLength === 0) return [];
-  const compressed = await codec.compress(buffer);
   const prefix = new Uint8Array(PREFIX_BYTES);
   const view = new DataView(prefix.buffer);
+  const tryIt = advisor?.shouldCompress(position) ?? true;
+  const compressed = tryIt ? await codec.compress(buffer) : buffer;
+  if (tryIt) advisor?.record(position, buffer.byteLength, compressed.byteLength);
   if (compressed.byteLength < buffer.byteLength) {
     view.setBigInt64(0, BigInt(buffer.byteLength), true);
     return [prefix, compressed];

@@ -2,6 +2,7 @@ import { Schema, type RecordBatch } from 'apache-arrow';
 import { compareSchemas } from 'apache-arrow/visitor/typecomparator';
 import { ShuffleError } from '../errors.js';
 import { codecByName, type Codec, type CodecName } from '../format/codec.js';
+import { CompressionAdvisor } from '../format/compression-advisor.js';
 import { encodeRecordBatchMessage, encodeSchemaMessage, END_OF_STREAM, type EncodedMessage, type FieldNodeInfo } from '../format/ipc-message.js';
 import { DataFileWriter, type OutputPaths } from '../format/output-files.js';
 import { partitionBufferRows, targetCapacity } from './buffer-sizing.js';
@@ -87,8 +88,10 @@ export class ShuffleWriter {
   private state: WriterState = 'open';
   private readonly options: Required<Omit<ShuffleWriterOptions, 'schema' | 'codec'>>;
   private readonly codec: Codec | null;
+  private readonly advisor = new CompressionAdvisor();
   private readonly output: DataFileWriter;
   private inputSchema: Schema | null = null;
+  private lastCheckedSchema: Schema | null = null;
   private outputSchema: Schema | null = null;
   private outputColumns: number[] = [];
   private layouts: ColumnLayout[] = [];
@@ -146,8 +149,12 @@ export class ShuffleWriter {
     this.assertOpen('write');
     try {
       if (this.inputSchema === null) this.bindSchema(batch.schema);
-      else if (!compareSchemas(this.inputSchema, batch.schema)) {
-        throw new ShuffleError('CS_SCHEMA_MISMATCH', `batch ${this.totalBatches} has schema ${describe(batch.schema)}, expected ${describe(this.inputSchema)}`);
+      else if (batch.schema !== this.lastCheckedSchema) {
+        // comparing schemas is slow; producers usually hand over the same Schema object every time
+        if (!compareSchemas(this.inputSchema, batch.schema)) {
+          throw new ShuffleError('CS_SCHEMA_MISMATCH', `batch ${this.totalBatches} has schema ${describe(batch.schema)}, expected ${describe(this.inputSchema)}`);
+        }
+        this.lastCheckedSchema = batch.schema;
       }
       if (batch.numRows > 0) this.splitBatch(batch, this.totalRows);
       this.totalBatches++;
@@ -228,6 +235,7 @@ export class ShuffleWriter {
     this.binaryBytesSeen = this.outputColumns.map(() => 0);
     this.partitioner = createPartitioner(this.options.partitioning, schema, this.options.numPartitions, this.options.mapId);
     this.inputSchema = schema;
+    this.lastCheckedSchema = schema;
     this.outputSchema = pidColumn < 0 ? schema : new Schema(this.outputColumns.map((i) => schema.fields[i]!), schema.metadata);
   }
 
@@ -317,7 +325,7 @@ export class ShuffleWriter {
       column.snapshot(buffer.filled, nodes, bodyBuffers);
       column.clear();
     }
-    const payload = encodeRecordBatchMessage(buffer.filled, nodes, bodyBuffers, this.codec);
+    const payload = encodeRecordBatchMessage(buffer.filled, nodes, bodyBuffers, this.codec, this.advisor);
     buffer.filled = 0;
     this.payloads[p]!.push(payload);
     let bytes = 0;

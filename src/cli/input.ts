@@ -1,0 +1,227 @@
+import { open, type FileHandle } from 'node:fs/promises';
+import type { RecordBatch, Schema } from 'apache-arrow';
+import { MessageHeader } from 'apache-arrow/enum';
+import { Footer } from 'apache-arrow/ipc/metadata/file';
+import type { Message } from 'apache-arrow/ipc/metadata/message';
+import { ioError, ShuffleError } from '../errors.js';
+import { encodeSchemaMessage } from '../format/ipc-message.js';
+import { readIpcStream } from '../format/ipc-reader.js';
+import { decodeMessage, FRAME_PEEK, frameOf } from './ipc-frames.js';
+
+/**
+ * An Arrow input file, its format told from its bytes (never its extension):
+ *
+ * ```text
+ * file format    "ARROW1" pad(2) | messages | footer | int32 footer length | "ARROW1"
+ *                (the footer holds the schema and where each dictionary and record batch lies)
+ * stream format  schema message | dictionary and record-batch messages | optional end-of-stream marker
+ *                (a message starts with 0xFFFFFFFF, or with its int32 metadata length in the legacy framing)
+ * ```
+ *
+ * Batches are read one message at a time with positional reads, so an input
+ * is never loaded whole. Each record-batch message is decoded by the library's
+ * own `readIpcStream` (prefixed with the schema and dictionary messages), which
+ * decompresses LZ4_FRAME / ZSTD bodies: compressed inputs (e.g. Feather V2
+ * files written by pyarrow, LZ4 by default) work in both formats.
+ */
+export type InputFormat = 'file' | 'stream';
+
+export interface ArrowInput {
+  readonly path: string;
+  readonly format: InputFormat;
+  readonly schema: Schema;
+  /** size of the input in bytes */
+  readonly size: number;
+  /** bytes of the input consumed so far (for progress) */
+  readonly position: number;
+  /** record batches in the input when known up front (file format), else null */
+  readonly totalBatches: number | null;
+  batches(): AsyncGenerator<RecordBatch>;
+  close(): Promise<void>;
+}
+
+const ARROW_MAGIC = Buffer.from('ARROW1');
+
+/** Opens an Arrow IPC file or stream: CS_FILE_NOT_FOUND if it is missing, CS_INPUT_NOT_ARROW if it is something else. */
+export async function openArrowInput(path: string): Promise<ArrowInput> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, 'r');
+  } catch (cause) {
+    throw ioError('open the input', path, cause);
+  }
+  try {
+    const input = new InputFile(path, handle);
+    await input.init();
+    return input;
+  } catch (error) {
+    await handle.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** One message's place in the input: [start, end) holds its prefix, metadata and body. */
+interface MessageAt {
+  message: Message;
+  start: number;
+  end: number;
+}
+
+type ReadResult = MessageAt | { end: 'eos' | 'eof' } | { invalid: string };
+
+class InputFile implements ArrowInput {
+  format: InputFormat = 'stream';
+  schema!: Schema;
+  size = 0;
+  position = 0;
+  totalBatches: number | null = null;
+  /** a schema message, which prefixes every record batch handed to readIpcStream */
+  private schemaBytes: Uint8Array = new Uint8Array(0);
+  /** where the messages after the schema start (stream format) */
+  private firstMessage = 0;
+  private footer: Footer | null = null;
+
+  constructor(readonly path: string, private readonly handle: FileHandle) {}
+
+  async init(): Promise<void> {
+    const stat = await this.handle.stat().catch((cause: unknown) => {
+      throw ioError('stat the input', this.path, cause);
+    });
+    if (!stat.isFile()) throw this.notArrow('it is not a regular file');
+    this.size = stat.size;
+    if (this.size === 0) throw this.notArrow('the file is empty');
+    const head = await this.readAt(0, Math.min(this.size, 8));
+    if (head.byteLength >= 6 && ARROW_MAGIC.equals(head.subarray(0, 6))) {
+      // the footer holds the schema (arrow-js writes no schema message into a file's body)
+      this.format = 'file';
+      await this.readFooter();
+      this.schema = this.footer!.schema;
+      this.schemaBytes = encodeSchemaMessage(this.schema);
+      return;
+    }
+    const first = await this.readMessage(0);
+    if (!('message' in first) || first.message.headerType !== MessageHeader.Schema) {
+      const shown = Buffer.from(head).toString('hex').replace(/(..)(?!$)/g, '$1 ');
+      throw this.notArrow(`it starts with bytes ${shown}, neither the Arrow file magic "ARROW1" nor an IPC stream schema message`);
+    }
+    this.schema = first.message.header() as Schema;
+    this.schemaBytes = await this.readAt(first.start, first.end - first.start);
+    this.firstMessage = first.end;
+  }
+
+  async *batches(): AsyncGenerator<RecordBatch> {
+    const dictionaries: Uint8Array[] = [];
+    for await (const at of this.format === 'file' ? this.fileMessages() : this.streamMessages()) {
+      this.position = at.end;
+      if (at.message.headerType === MessageHeader.DictionaryBatch) {
+        dictionaries.push(await this.readAt(at.start, at.end - at.start));
+        continue;
+      }
+      if (at.message.headerType !== MessageHeader.RecordBatch) {
+        throw this.corrupt(`unexpected ${MessageHeader[at.message.headerType] ?? at.message.headerType} message`, at.start);
+      }
+      // schema + dictionaries + this batch: one small, complete IPC stream
+      let prefixLength = this.schemaBytes.byteLength;
+      for (const d of dictionaries) prefixLength += d.byteLength;
+      const stream = new Uint8Array(prefixLength + at.end - at.start);
+      let offset = 0;
+      for (const part of [this.schemaBytes, ...dictionaries]) {
+        stream.set(part, offset);
+        offset += part.byteLength;
+      }
+      await this.readInto(stream, offset, at.start, at.end - at.start);
+      yield* readIpcStream(stream, { file: this.path, offset: at.start - prefixLength });
+    }
+    this.position = this.size;
+  }
+
+  async close(): Promise<void> {
+    await this.handle.close().catch(() => undefined);
+  }
+
+  private async *streamMessages(): AsyncGenerator<MessageAt> {
+    let position = this.firstMessage;
+    for (;;) {
+      const next = await this.readMessage(position);
+      if ('invalid' in next) throw this.corrupt(`invalid Arrow IPC stream: ${next.invalid}`, position);
+      if (!('message' in next)) return;
+      yield next;
+      position = next.end;
+    }
+  }
+
+  /** Dictionaries first, then record batches, as the footer lists them. */
+  private async *fileMessages(): AsyncGenerator<MessageAt> {
+    const footer = this.footer!;
+    const blocks = [...footer.dictionaryBatches(), ...footer.recordBatches()];
+    for (const block of blocks) {
+      const next = await this.readMessage(Number(block.offset));
+      if (!('message' in next)) {
+        throw this.corrupt(`the footer points at no message: ${'invalid' in next ? next.invalid : 'end of stream'}`, Number(block.offset));
+      }
+      yield next;
+    }
+  }
+
+  private async readFooter(): Promise<void> {
+    const tailAt = this.size - 10;
+    const tail = tailAt >= 8 ? await this.readAt(tailAt, 10) : new Uint8Array(0);
+    if (tail.byteLength !== 10 || !ARROW_MAGIC.equals(tail.subarray(4))) {
+      throw this.corrupt('the Arrow file does not end with "ARROW1": it is truncated', this.size);
+    }
+    const length = new DataView(tail.buffer, tail.byteOffset, 4).getInt32(0, true);
+    if (length <= 0 || tailAt - length < 8) throw this.corrupt(`the Arrow file footer length ${length} is out of range`, tailAt);
+    try {
+      this.footer = Footer.decode(await this.readAt(tailAt - length, length));
+    } catch (cause) {
+      throw this.corrupt(`unreadable Arrow file footer: ${(cause as Error).message}`, tailAt - length);
+    }
+    this.totalBatches = this.footer.numRecordBatches;
+  }
+
+  /** The message starting at `position`, checked to lie within the file. */
+  private async readMessage(position: number): Promise<ReadResult> {
+    if (position >= this.size) return { end: 'eof' };
+    const frame = frameOf(await this.readAt(position, Math.min(FRAME_PEEK, this.size - position)));
+    if (frame.kind === 'end') return { end: 'eos' };
+    if (frame.kind === 'invalid') return { invalid: frame.reason };
+    const metadataStart = position + frame.prefixLength;
+    if (metadataStart + frame.metadataLength > this.size) {
+      return { invalid: `message metadata of ${frame.metadataLength} bytes runs past the end of the file` };
+    }
+    const message = decodeMessage(await this.readAt(metadataStart, frame.metadataLength));
+    if (message === null) return { invalid: 'unreadable message metadata' };
+    const end = metadataStart + frame.metadataLength + Number(message.bodyLength);
+    if (end > this.size) return { invalid: `message body of ${message.bodyLength} bytes runs past the end of the file` };
+    return { message, start: position, end };
+  }
+
+  private async readAt(position: number, length: number): Promise<Uint8Array> {
+    const bytes = new Uint8Array(length);
+    const read = await this.readInto(bytes, 0, position, length);
+    return read === length ? bytes : bytes.subarray(0, read);
+  }
+
+  /** Reads up to `length` bytes at `position` into target[offset...]; returns how many there were. */
+  private async readInto(target: Uint8Array, offset: number, position: number, length: number): Promise<number> {
+    let done = 0;
+    try {
+      while (done < length) {
+        const { bytesRead } = await this.handle.read(target, offset + done, length - done, position + done);
+        if (bytesRead === 0) break;
+        done += bytesRead;
+      }
+    } catch (cause) {
+      throw ioError('read the input', this.path, cause);
+    }
+    return done;
+  }
+
+  private notArrow(why: string): ShuffleError {
+    return new ShuffleError('CS_INPUT_NOT_ARROW', `not an Arrow IPC file or stream: ${why}`, { file: this.path });
+  }
+
+  private corrupt(what: string, offset: number): ShuffleError {
+    return new ShuffleError('CS_CORRUPT_DATA', what, { file: this.path, offset });
+  }
+}

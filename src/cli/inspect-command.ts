@@ -1,0 +1,108 @@
+import { MessageHeader } from 'apache-arrow/enum';
+import type { Schema } from 'apache-arrow';
+import { ShuffleError, type ErrorLocation } from '../errors.js';
+import { outputPaths } from '../format/output-files.js';
+import { ShuffleReader } from '../reader/shuffle-reader.js';
+import { flag, parseCommandArgs, requiredPositional } from './args.js';
+import { bytes, count, describeSchema, EXIT_OK, throwIfInterrupted, writeJson, writeLine, type CliContext } from './context.js';
+import { codecOfMessage, decodeMessage, FRAME_PEEK, frameOf } from './ipc-frames.js';
+
+export const INSPECT_HELP = `Usage: columnar-shuffle inspect <prefix> [--json]
+
+Describes the shuffle output PREFIX.data / .index / .checksum.CRC32C: schema,
+codec, and bytes, record batches and rows of every partition. Every
+partition's checksum is verified on the way.
+
+Options:
+      --json      print one JSON object on stdout
+  -h, --help      show this help
+`;
+
+const OPTIONS = {
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** What the message headers of one partition's IPC stream say (bodies are not decoded). */
+interface StreamSummary {
+  schema: Schema | null;
+  codec: string | null;
+  batches: number;
+  rows: number;
+}
+
+export async function inspectCommand(args: string[], ctx: CliContext): Promise<number> {
+  const parsed = parseCommandArgs('inspect', args, OPTIONS, 1);
+  const prefix = requiredPositional(parsed, 0, 'the shuffle output <prefix>', 'inspect');
+  const paths = outputPaths(prefix);
+  const reader = await ShuffleReader.open(prefix);
+  const summaries: StreamSummary[] = [];
+  try {
+    for (let p = 0; p < reader.numPartitions; p++) {
+      throwIfInterrupted(ctx.signal);
+      const location = { file: paths.data, partition: p, offset: reader.offsets[p]! };
+      summaries.push(summarize(await reader.partitionBytes(p), location));
+    }
+  } finally {
+    await reader.close();
+  }
+  const first = summaries.find((s) => s.schema !== null);
+  const schema = first?.schema ?? null;
+  const codec = summaries.find((s) => s.codec !== null)?.codec ?? null;
+  const lengths = summaries.map((_, p) => reader.partitionLength(p));
+  const total = (pick: (s: StreamSummary) => number) => summaries.reduce((sum, s) => sum + pick(s), 0);
+
+  if (flag(parsed, 'json')) {
+    writeJson(ctx.stdout, {
+      prefix,
+      paths,
+      schema: schema?.fields.map((f) => ({ name: f.name, type: String(f.type), nullable: f.nullable })) ?? null,
+      codec,
+      partitions: reader.numPartitions,
+      bytes: lengths.reduce((a, b) => a + b, 0),
+      batches: total((s) => s.batches),
+      rows: total((s) => s.rows),
+      partitionLengths: lengths,
+      partitionBatches: summaries.map((s) => s.batches),
+      partitionRows: summaries.map((s) => s.rows),
+      checksums: reader.checksums,
+    });
+    return EXIT_OK;
+  }
+  const empty = summaries.filter((s) => s.batches === 0).length;
+  writeLine(ctx.stdout, `shuffle output  ${prefix} (.data, .index, .checksum.CRC32C)`);
+  writeLine(ctx.stdout, `schema          ${schema === null ? '(none: every partition is empty)' : describeSchema(schema)}`);
+  writeLine(ctx.stdout, `codec           ${codec ?? '(no record batches)'}`);
+  writeLine(ctx.stdout, `partitions      ${count(reader.numPartitions)} (${count(empty)} empty), checksums verified`);
+  writeLine(ctx.stdout, `total           ${bytes(lengths.reduce((a, b) => a + b, 0))}, ${count(total((s) => s.batches))} batches, ${count(total((s) => s.rows))} rows`);
+  writeLine(ctx.stdout);
+  const rows = summaries.map((s, p) => [String(p), count(lengths[p]!), count(s.batches), count(s.rows)]);
+  const header = ['partition', 'bytes', 'batches', 'rows'];
+  const widths = header.map((h, c) => rows.reduce((w, r) => Math.max(w, r[c]!.length), h.length));
+  for (const row of [header, ...rows]) writeLine(ctx.stdout, row.map((cell, c) => cell.padStart(widths[c]!)).join('  '));
+  return EXIT_OK;
+}
+
+/** Walks the messages of one partition's stream; an empty partition has none. */
+function summarize(stream: Uint8Array, where: ErrorLocation): StreamSummary {
+  const summary: StreamSummary = { schema: null, codec: null, batches: 0, rows: 0 };
+  let position = 0;
+  const corrupt = (what: string) =>
+    new ShuffleError('CS_CORRUPT_DATA', `invalid Arrow IPC stream: ${what}`, { ...where, offset: (where.offset ?? 0) + position });
+  while (position < stream.byteLength) {
+    const frame = frameOf(stream.subarray(position, position + FRAME_PEEK));
+    if (frame.kind === 'end') break;
+    if (frame.kind === 'invalid') throw corrupt(frame.reason);
+    const metadataStart = position + frame.prefixLength;
+    const message = decodeMessage(stream.subarray(metadataStart, metadataStart + frame.metadataLength));
+    if (message === null || metadataStart + frame.metadataLength > stream.byteLength) throw corrupt('unreadable message metadata');
+    if (message.headerType === MessageHeader.Schema) summary.schema ??= message.header() as Schema;
+    if (message.isRecordBatch()) {
+      summary.batches++;
+      summary.rows += Number(message.header().length);
+      summary.codec ??= codecOfMessage(message);
+    }
+    position = metadataStart + frame.metadataLength + Number(message.bodyLength);
+  }
+  return summary;
+}

@@ -1,0 +1,146 @@
+import { readFileSync } from 'node:fs';
+import { ShuffleError } from '../errors.js';
+import { UsageError, wantsHelp } from './args.js';
+import {
+  EXIT_FAILURE,
+  EXIT_INTERRUPTED,
+  EXIT_OK,
+  EXIT_USAGE,
+  Interrupted,
+  writeLine,
+  type CliContext,
+  type CliIO,
+} from './context.js';
+import { DEMO_HELP, demoCommand } from './demo-command.js';
+import { INSPECT_HELP, inspectCommand } from './inspect-command.js';
+import { READ_HELP, readCommand } from './read-command.js';
+import { WRITE_HELP, writeCommand } from './write-command.js';
+
+export const USAGE = `Usage: columnar-shuffle <command> [options]
+
+A Gluten-style columnar shuffle for Apache Arrow data: split a map task's
+Arrow input into partitions (one data file, an index and CRC32C checksums).
+
+Commands:
+  write <input> --partitions N --output PREFIX [--key COL,...]
+                   shuffle an Arrow IPC file or stream into PREFIX.data,
+                   PREFIX.index and PREFIX.checksum.CRC32C
+  read <prefix> --partition P [--output FILE]
+                   one partition as an uncompressed Arrow IPC stream
+  inspect <prefix> [--json]
+                   schema, codec, and bytes, batches and rows per partition
+  demo [--rows N] [--partitions N] [--dir DIR]
+                   generate, shuffle, read back and verify demo data
+  help [command]   show help for a command
+
+Options:
+  -h, --help       show this help; 'columnar-shuffle <command> --help' shows
+                   a command's options
+  -V, --version    print the version
+
+Errors are one line on stderr, 'columnar-shuffle: error CS_<CODE>: <message>',
+with a stable code. Exit status: 0 success, 1 the operation failed,
+2 the command line is wrong (CS_INVALID_ARGUMENT), 130 interrupted.
+`;
+
+interface Command {
+  run(args: string[], ctx: CliContext): Promise<number>;
+  help: string;
+}
+
+const COMMANDS: Record<string, Command> = {
+  write: { run: writeCommand, help: WRITE_HELP },
+  read: { run: readCommand, help: READ_HELP },
+  inspect: { run: inspectCommand, help: INSPECT_HELP },
+  demo: { run: demoCommand, help: DEMO_HELP },
+};
+
+export interface MainOptions extends Partial<CliIO> {
+  /** Cancels a running command; without it, main aborts on SIGINT / SIGTERM (a second signal exits at once). */
+  signal?: AbortSignal;
+}
+
+/** Runs the CLI on `argv` (without `node` and the script) and returns the exit code; never throws. */
+export async function main(argv: readonly string[], options: MainOptions = {}): Promise<number> {
+  const stdout = options.stdout ?? process.stdout;
+  const stderr = options.stderr ?? process.stderr;
+  const controller = new AbortController();
+  const onSignal = () => (controller.signal.aborted ? process.exit(EXIT_INTERRUPTED) : controller.abort());
+  if (options.signal === undefined) {
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  }
+  const ctx: CliContext = { stdout, stderr, signal: options.signal ?? controller.signal };
+  try {
+    return await dispatch([...argv], ctx);
+  } catch (error) {
+    return reportError(error, ctx);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+async function dispatch(argv: string[], ctx: CliContext): Promise<number> {
+  const [name, ...args] = argv;
+  if (name === undefined) {
+    ctx.stderr.write(USAGE);
+    return EXIT_USAGE;
+  }
+  if (name === '-h' || name === '--help') return help(ctx, args[0]);
+  if (name === '-V' || name === '--version') {
+    writeLine(ctx.stdout, version());
+    return EXIT_OK;
+  }
+  if (name === 'help') return help(ctx, args[0]);
+  const command = COMMANDS[name];
+  if (command === undefined) {
+    throw new UsageError(name.startsWith('-') ? `unknown option '${name}'` : `unknown command '${name}'`, null);
+  }
+  if (wantsHelp(args)) {
+    ctx.stdout.write(command.help);
+    return EXIT_OK;
+  }
+  return await command.run(args, ctx);
+}
+
+function help(ctx: CliContext, topic: string | undefined): number {
+  if (topic === undefined) {
+    ctx.stdout.write(USAGE);
+    return EXIT_OK;
+  }
+  const command = COMMANDS[topic];
+  if (command === undefined) throw new UsageError(`unknown command '${topic}'`, null);
+  ctx.stdout.write(command.help);
+  return EXIT_OK;
+}
+
+function reportError(error: unknown, ctx: CliContext): number {
+  if (error instanceof UsageError) {
+    const hint = error.command === null ? 'columnar-shuffle --help' : `columnar-shuffle ${error.command} --help`;
+    writeLine(ctx.stderr, `columnar-shuffle: error CS_INVALID_ARGUMENT: ${error.message} (see '${hint}')`);
+    return EXIT_USAGE;
+  }
+  if (error instanceof ShuffleError) {
+    writeLine(ctx.stderr, `columnar-shuffle: error ${error.code}: ${oneLine(error.message)}`);
+    return EXIT_FAILURE;
+  }
+  if (error instanceof Interrupted) {
+    writeLine(ctx.stderr, 'columnar-shuffle: interrupted');
+    return EXIT_INTERRUPTED;
+  }
+  // not a ShuffleError: a bug, or an error a dependency threw
+  const message = error instanceof Error ? error.message : String(error);
+  writeLine(ctx.stderr, `columnar-shuffle: error: ${oneLine(message)}`);
+  if (process.env.COLUMNAR_SHUFFLE_DEBUG && error instanceof Error && error.stack) writeLine(ctx.stderr, error.stack);
+  return EXIT_FAILURE;
+}
+
+function oneLine(message: string): string {
+  return message.replace(/\s*\n\s*/g, ' ');
+}
+
+export function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}

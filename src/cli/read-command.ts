@@ -1,0 +1,124 @@
+import { randomBytes } from 'node:crypto';
+import { open, rename, rm } from 'node:fs/promises';
+import { Readable, type Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { Table, tableToIPC, type RecordBatch, type Schema } from 'apache-arrow';
+import { ioError } from '../errors.js';
+import { encodeSchemaMessage, END_OF_STREAM } from '../format/ipc-message.js';
+import { ShuffleReader } from '../reader/shuffle-reader.js';
+import { integerOption, parseCommandArgs, requiredOption, requiredPositional, stringOption, UsageError } from './args.js';
+import { bytes, count, EXIT_OK, plural, isTTY, throwIfInterrupted, writeLine, type CliContext } from './context.js';
+import { frameOf } from './ipc-frames.js';
+
+export const READ_HELP = `Usage: columnar-shuffle read <prefix> --partition P [--output FILE]
+
+Writes partition P of the shuffle output PREFIX.data / .index / .checksum.CRC32C
+as an uncompressed Arrow IPC stream, to FILE or to stdout. The partition's
+checksum is verified first. An empty partition gives a stream with the schema
+and no batches.
+
+Options:
+  -P, --partition P   the partition to read, 0 <= P < partitions (required)
+  -o, --output FILE   write the stream to FILE (default: stdout, which must
+                      not be a terminal)
+  -h, --help          show this help
+`;
+
+const OPTIONS = {
+  partition: { type: 'string', short: 'P' },
+  output: { type: 'string', short: 'o' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export async function readCommand(args: string[], ctx: CliContext): Promise<number> {
+  const parsed = parseCommandArgs('read', args, OPTIONS, 1);
+  const prefix = requiredPositional(parsed, 0, 'the shuffle output <prefix>', 'read');
+  const partition = integerOption(requiredOption(parsed, 'partition', 'read'), 'partition', 'read', 0)!;
+  const output = stringOption(parsed, 'output');
+  if (output === undefined && isTTY(ctx.stdout)) {
+    throw new UsageError('refusing to write binary Arrow data to a terminal: give --output FILE or pipe stdout', 'read');
+  }
+
+  const reader = await ShuffleReader.open(prefix);
+  try {
+    reader.partitionLength(partition); // CS_INVALID_ARGUMENT unless the partition exists
+    const batches = reader.readPartition(partition);
+    const first = await batches.next();
+    const schema = first.done ? await reader.schema() : first.value.schema;
+    if (schema === null) {
+      writeLine(ctx.stderr, `columnar-shuffle: every partition of ${prefix} is empty and the output stores no schema: nothing written`);
+      return EXIT_OK;
+    }
+    const stats = { rows: 0, batches: 0, bytes: 0 };
+    const stream = ipcStream(schema, first.done ? [] : [first.value], batches, stats, ctx.signal);
+    if (output === undefined) {
+      try {
+        await pipeline(Readable.from(stream, { objectMode: false }), ctx.stdout, { end: false });
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EPIPE') return EXIT_OK; // e.g. `| head`: the reader has seen enough
+        throw error;
+      }
+      return EXIT_OK;
+    }
+    await writeFileAtomically(output, stream);
+    writeLine(ctx.stdout, `partition ${partition}: ${count(stats.rows)} rows in ${plural(stats.batches, 'batch', 'batches')} -> ${output} (${bytes(stats.bytes)})`);
+    return EXIT_OK;
+  } finally {
+    await reader.close();
+  }
+}
+
+/** The partition as one uncompressed IPC stream: schema message, record-batch messages, end-of-stream marker. */
+async function* ipcStream(
+  schema: Schema,
+  head: RecordBatch[],
+  rest: AsyncIterable<RecordBatch>,
+  stats: { rows: number; batches: number; bytes: number },
+  signal: AbortSignal,
+): AsyncGenerator<Uint8Array> {
+  const emit = (chunk: Uint8Array) => {
+    stats.bytes += chunk.byteLength;
+    return chunk;
+  };
+  yield emit(encodeSchemaMessage(schema));
+  for (const batches of [head, rest]) {
+    for await (const batch of batches) {
+      throwIfInterrupted(signal);
+      stats.rows += batch.numRows;
+      stats.batches++;
+      yield emit(batchMessages(batch));
+    }
+  }
+  yield emit(END_OF_STREAM);
+}
+
+/** arrow-js encodes the batch as a whole stream (schema, batch, EOS); keep what lies between. */
+function batchMessages(batch: RecordBatch): Uint8Array {
+  const whole = tableToIPC(new Table(batch), 'stream');
+  const frame = frameOf(whole.subarray(0, 8));
+  if (frame.kind !== 'message') throw new Error('arrow-js wrote a stream without a schema message');
+  return whole.subarray(frame.prefixLength + frame.metadataLength, whole.byteLength - END_OF_STREAM.byteLength);
+}
+
+/** Writes under a temporary name and renames, so FILE is either complete or untouched. */
+async function writeFileAtomically(path: string, chunks: AsyncIterable<Uint8Array>): Promise<void> {
+  const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+  let handle;
+  try {
+    handle = await open(temp, 'wx');
+  } catch (cause) {
+    throw ioError('create the output file', path, cause);
+  }
+  try {
+    await pipeline(Readable.from(chunks, { objectMode: false }), handle.createWriteStream() as Writable).catch((cause: unknown) => {
+      // file-system errors carry a syscall; anything else (a damaged partition) passes through
+      throw (cause as NodeJS.ErrnoException).syscall !== undefined ? ioError('write the output file', path, cause) : cause;
+    });
+    await rename(temp, path).catch((cause: unknown) => {
+      throw ioError('rename the output file into place', path, cause);
+    });
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
+  }
+}

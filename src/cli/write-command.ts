@@ -1,0 +1,156 @@
+import { CODEC_NAMES, type CodecName } from '../format/codec.js';
+import { ShuffleWriter, type ShuffleWriteResult } from '../writer/shuffle-writer.js';
+import type { Partitioning } from '../writer/partitioner.js';
+import {
+  choiceOption,
+  flag,
+  integerOption,
+  parseCommandArgs,
+  requiredOption,
+  requiredPositional,
+  stringOption,
+  UsageError,
+} from './args.js';
+import { bytes, count, EXIT_OK, plural, rate, roundMs, seconds, throwIfInterrupted, writeJson, writeLine, type CliContext } from './context.js';
+import { openArrowInput, type InputFormat } from './input.js';
+import { createProgress } from './progress.js';
+
+export const WRITE_HELP = `Usage: columnar-shuffle write <input> --partitions N --output PREFIX [options]
+
+Shuffles an Arrow IPC file (.arrow, .feather) or stream (.arrows) into
+PREFIX.data, PREFIX.index and PREFIX.checksum.CRC32C. The input format is told
+from the file's bytes, not its name; compressed (LZ4, ZSTD) inputs are fine.
+
+Options:
+  -p, --partitions N       number of output partitions, >= 1 (required)
+  -o, --output PREFIX      output path prefix, in an existing directory (required)
+  -k, --key COL[,COL...]   key columns of hash partitioning (Spark's Murmur3)
+      --partitioning KIND  hash | round-robin | single
+                           (default: hash with --key; otherwise required)
+  -c, --codec CODEC        body compression: lz4 | zstd | none (default: lz4)
+      --map-id N           map task id, seeds round-robin's start (default: 0)
+      --json               print one JSON object with the result on stdout
+  -h, --help               show this help
+`;
+
+const OPTIONS = {
+  partitions: { type: 'string', short: 'p' },
+  output: { type: 'string', short: 'o' },
+  key: { type: 'string', short: 'k', multiple: true },
+  partitioning: { type: 'string' },
+  codec: { type: 'string', short: 'c' },
+  'map-id': { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+const PARTITIONING_KINDS = ['hash', 'round-robin', 'single'] as const;
+
+interface WriteArgs {
+  input: string;
+  numPartitions: number;
+  partitioning: Partitioning;
+  outputPrefix: string;
+  codec: CodecName;
+  mapId: number;
+  json: boolean;
+}
+
+function parse(args: string[]): WriteArgs {
+  const parsed = parseCommandArgs('write', args, OPTIONS, 1);
+  const input = requiredPositional(parsed, 0, 'the <input> Arrow file', 'write');
+  const numPartitions = integerOption(requiredOption(parsed, 'partitions', 'write'), 'partitions', 'write', 1, 0x7fffffff)!;
+  const outputPrefix = requiredOption(parsed, 'output', 'write');
+  const keys = ((parsed.values.key ?? []) as string[]).flatMap((k) => k.split(',')).map((k) => k.trim());
+  if (keys.some((k) => k.length === 0)) throw new UsageError('--key has an empty column name', 'write');
+  const kind = choiceOption(stringOption(parsed, 'partitioning'), 'partitioning', PARTITIONING_KINDS, 'write') ?? (keys.length > 0 ? 'hash' : undefined);
+  if (kind === undefined) throw new UsageError('give --key COL for hash partitioning, or --partitioning round-robin|single', 'write');
+  if (kind === 'hash' && keys.length === 0) throw new UsageError('hash partitioning needs --key COL[,COL...]', 'write');
+  if (kind !== 'hash' && keys.length > 0) throw new UsageError(`--key does not apply to ${kind} partitioning`, 'write');
+  return {
+    input,
+    numPartitions,
+    partitioning: kind === 'hash' ? { kind, keys } : { kind },
+    outputPrefix,
+    codec: choiceOption(stringOption(parsed, 'codec'), 'codec', CODEC_NAMES, 'write') ?? 'lz4',
+    mapId: integerOption(stringOption(parsed, 'map-id'), 'map-id', 'write', 0) ?? 0,
+    json: flag(parsed, 'json'),
+  };
+}
+
+export async function writeCommand(args: string[], ctx: CliContext): Promise<number> {
+  const options = parse(args);
+  const started = performance.now();
+  const input = await openArrowInput(options.input);
+  const progress = createProgress(ctx.stderr, 'write');
+  let result: ShuffleWriteResult;
+  try {
+    const writer = await ShuffleWriter.create({
+      numPartitions: options.numPartitions,
+      partitioning: options.partitioning,
+      outputPrefix: options.outputPrefix,
+      codec: options.codec,
+      mapId: options.mapId,
+      schema: input.schema, // refuses unknown keys and unsupported types before any batch is read
+    });
+    try {
+      let rows = 0;
+      let batches = 0;
+      for await (const batch of input.batches()) {
+        throwIfInterrupted(ctx.signal);
+        await writer.write(batch);
+        rows += batch.numRows;
+        batches++;
+        const fraction = input.totalBatches ? batches / input.totalBatches : input.position / input.size;
+        progress.update(fraction, `${count(rows)} rows, ${count(batches)} batches`);
+      }
+      throwIfInterrupted(ctx.signal);
+      progress.update(null, `${count(rows)} rows: writing ${options.numPartitions} partitions`);
+      result = await writer.finish();
+    } catch (error) {
+      await writer.abort();
+      throw error;
+    }
+  } finally {
+    progress.done();
+    await input.close();
+  }
+  report(ctx, options, input.format, result, performance.now() - started);
+  return EXIT_OK;
+}
+
+function report(ctx: CliContext, options: WriteArgs, format: InputFormat, result: ShuffleWriteResult, elapsedMs: number): void {
+  if (options.json) {
+    writeJson(ctx.stdout, {
+      input: options.input,
+      inputFormat: format,
+      rows: result.rows,
+      batches: result.batches,
+      partitions: result.numPartitions,
+      partitioning: options.partitioning,
+      codec: options.codec,
+      bytesWritten: result.bytesWritten,
+      output: result.paths,
+      partitionLengths: result.partitionLengths,
+      partitionRows: result.partitionRows,
+      partitionBatches: result.partitionBatches,
+      checksums: result.checksums,
+      elapsedMs: roundMs(elapsedMs),
+    });
+    return;
+  }
+  const nonEmpty = result.partitionRows.filter((r) => r > 0);
+  const min = nonEmpty.reduce((a, b) => Math.min(a, b), Infinity);
+  const max = nonEmpty.reduce((a, b) => Math.max(a, b), 0);
+  const how = options.partitioning.kind === 'hash' ? `hash(${options.partitioning.keys.join(', ')})` : options.partitioning.kind;
+  writeLine(ctx.stdout, `wrote ${count(result.rows)} rows (${plural(result.batches, 'input batch', 'input batches')}, Arrow ${format}) into ${count(result.numPartitions)} partitions by ${how}`);
+  writeLine(ctx.stdout, `  ${result.paths.data}  ${bytes(result.bytesWritten)} (${options.codec})`);
+  writeLine(ctx.stdout, `  ${result.paths.index}`);
+  writeLine(ctx.stdout, `  ${result.paths.checksum}`);
+  writeLine(
+    ctx.stdout,
+    `  ${count(nonEmpty.length)} non-empty partitions` +
+      (nonEmpty.length > 0 ? `, ${count(min)} to ${count(max)} rows each` : ''),
+  );
+  writeLine(ctx.stdout, `  ${seconds(elapsedMs)}, ${rate(result.rows, elapsedMs)}`);
+}

@@ -1,0 +1,55 @@
+/**
+ * Decides, per body-buffer position (column c's values, offsets, ...), whether
+ * compressing is worth the CPU. Random floats, hashes and short random strings
+ * do not shrink under LZ4, and compressing them costs more than everything else
+ * the writer does. A position whose buffers keep saving less than `minSavings`
+ * is stored raw (the spec's -1 prefix) for a while, then tried again, with a
+ * back-off that doubles while it keeps failing. Arrow C++ has the same idea as
+ * a fixed `min_space_savings` option.
+ *
+ * ```text
+ * attempt:  miss miss miss miss | skip x16 | miss | skip x32 | hit | ...
+ *           (MISSES_BEFORE_SKIP)            (back-off doubles)   (reset)
+ * ```
+ */
+export class CompressionAdvisor {
+  private readonly positions: { misses: number; skipLeft: number; backoff: number }[] = [];
+
+  constructor(private readonly minSavings = DEFAULT_MIN_SAVINGS) {}
+
+  /** Whether the buffer at this body position should be compressed this time. */
+  shouldCompress(position: number): boolean {
+    const state = this.state(position);
+    if (state.skipLeft === 0) return true;
+    state.skipLeft--;
+    return false;
+  }
+
+  /** Records the outcome of a compression attempt. */
+  record(position: number, rawBytes: number, compressedBytes: number): void {
+    const state = this.state(position);
+    if (compressedBytes <= rawBytes * (1 - this.minSavings)) {
+      state.misses = 0;
+      state.backoff = INITIAL_BACKOFF;
+      return;
+    }
+    if (++state.misses < MISSES_BEFORE_SKIP) return;
+    state.skipLeft = state.backoff;
+    state.backoff = Math.min(state.backoff * 2, MAX_BACKOFF);
+  }
+
+  private state(position: number) {
+    let state = this.positions[position];
+    if (state === undefined) {
+      state = { misses: 0, skipLeft: 0, backoff: INITIAL_BACKOFF };
+      this.positions[position] = state;
+    }
+    return state;
+  }
+}
+
+/** A buffer must shrink by at least this fraction for compression to count as worth it. */
+export const DEFAULT_MIN_SAVINGS = 0.05;
+const MISSES_BEFORE_SKIP = 4;
+const INITIAL_BACKOFF = 16;
+const MAX_BACKOFF = 1024;

@@ -1,0 +1,594 @@
+/**
+ * The columnar-shuffle CLI, run in-process through `main(argv, { stdout, stderr })`
+ * on files in a temporary directory, and once as the built binary.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Writable } from 'node:stream';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import {
+  Field,
+  Float64,
+  Int32,
+  Int64,
+  makeData,
+  RecordBatch,
+  Schema,
+  Struct,
+  Table,
+  tableFromIPC,
+  tableToIPC,
+  Utf8,
+  vectorFromArray,
+} from 'apache-arrow';
+import { MetadataVersion } from 'apache-arrow/enum';
+import { FileBlock, Footer } from 'apache-arrow/ipc/metadata/file';
+import { Message } from 'apache-arrow/ipc/metadata/message';
+import { main, USAGE } from '../src/cli/main.js';
+import { ShuffleVerifier } from '../src/cli/demo-verify.js';
+import { narrowBatch, NARROW_SCHEMA } from '../src/cli/demo-data.js';
+import { createProgress, render } from '../src/cli/progress.js';
+import { frameOf } from '../src/cli/ipc-frames.js';
+import { hashColumnInto, pmod, SPARK_HASH_SEED } from '../src/writer/murmur3.js';
+
+const exec = promisify(execFile);
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+// ---------------------------------------------------------------- helpers
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+  stdoutBytes: Buffer;
+}
+
+function sink(): { stream: Writable; chunks: Buffer[] } {
+  const chunks: Buffer[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      chunks.push(Buffer.from(chunk));
+      callback();
+    },
+  });
+  return { stream, chunks };
+}
+
+async function cli(...argv: string[]): Promise<Run> {
+  const out = sink();
+  const err = sink();
+  const code = await main(argv, { stdout: out.stream, stderr: err.stream, signal: new AbortController().signal });
+  const stdoutBytes = Buffer.concat(out.chunks);
+  return { code, stdout: stdoutBytes.toString('utf8'), stderr: Buffer.concat(err.chunks).toString('utf8'), stdoutBytes };
+}
+
+/** The one JSON object a --json run prints. */
+function json(run: Run): Record<string, unknown> & WriteJson {
+  expect(run.stderr).toBe('');
+  expect(run.code).toBe(0);
+  return JSON.parse(run.stdout) as Record<string, unknown> & WriteJson;
+}
+
+interface WriteJson {
+  rows: number;
+  batches: number;
+  partitions: number;
+  bytesWritten: number;
+  elapsedMs: number;
+  codec: string;
+  inputFormat: string;
+  partitionLengths: number[];
+  partitionRows: number[];
+  partitionBatches: number[];
+  output: { data: string; index: string; checksum: string };
+}
+
+/** Stderr of a failed run: exactly one line, in the documented shape, without a stack trace. */
+function errorLine(run: Run): string {
+  const lines = run.stderr.split('\n').filter((l) => l.length > 0);
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toMatch(/^columnar-shuffle: error CS_[A-Z_]+: /);
+  expect(run.stderr).not.toMatch(/\n\s+at /);
+  return lines[0]!;
+}
+
+const SCHEMA = new Schema([
+  new Field('id', new Int64(), false),
+  new Field('name', new Utf8(), true),
+  new Field('amount', new Float64(), false),
+  new Field('qty', new Int32(), true),
+]);
+
+/** Rows [start, start + n): id, a name (null every 7th row), amount = id / 4, qty (null every 5th row). */
+function batch(start: number, n: number): RecordBatch {
+  const ids = Array.from({ length: n }, (_, i) => start + i);
+  const children = [
+    vectorFromArray(BigInt64Array.from(ids, BigInt)).data[0]!,
+    vectorFromArray(ids.map((id) => (id % 7 === 0 ? null : `name-${id}`)), new Utf8()).data[0]!,
+    vectorFromArray(Float64Array.from(ids, (id) => id / 4)).data[0]!,
+    vectorFromArray(ids.map((id) => (id % 5 === 0 ? null : id % 1000)), new Int32()).data[0]!,
+  ];
+  return new RecordBatch(SCHEMA, makeData({ type: new Struct(SCHEMA.fields), length: n, children }));
+}
+
+const INPUT = new Table([batch(0, 3000), batch(3000, 5000), batch(8000, 1)]);
+const INPUT_ROWS = 8001;
+
+/** Rows of a table as plain objects, sorted by id. */
+function rowsOf(table: Table): unknown[] {
+  return table
+    .toArray()
+    .map((row) => row.toJSON())
+    .sort((a, b) => Number(a.id) - Number(b.id));
+}
+
+/** A partition's IPC stream turned into an Arrow file (what pyarrow's Feather V2 writer makes, LZ4 included). */
+function streamToFile(stream: Uint8Array, schema: Schema): Uint8Array {
+  const parts: Uint8Array[] = [Buffer.from('ARROW1\0\0')];
+  const blocks: FileBlock[] = [];
+  let offset = 8;
+  for (let position = 0; ; ) {
+    const frame = frameOf(stream.subarray(position, position + 8));
+    if (frame.kind !== 'message') break;
+    const metadataEnd = position + frame.prefixLength + frame.metadataLength;
+    const message = Message.decode(stream.subarray(position + frame.prefixLength, metadataEnd));
+    const end = metadataEnd + Number(message.bodyLength);
+    if (message.isRecordBatch()) {
+      blocks.push(new FileBlock(frame.prefixLength + frame.metadataLength, message.bodyLength, offset));
+      parts.push(stream.subarray(position, end));
+      offset += end - position;
+    }
+    position = end;
+  }
+  const footer = Footer.encode(new Footer(schema, MetadataVersion.V5, blocks, []));
+  const length = new Uint8Array(4);
+  new DataView(length.buffer).setInt32(0, footer.byteLength, true);
+  return Buffer.concat([...parts, Buffer.from([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]), footer, length, Buffer.from('ARROW1')]);
+}
+
+/** The record-batch messages of an IPC stream, and how many of them have a compressed body. */
+function recordBatchMessages(stream: Uint8Array): { batches: number; compressed: number } {
+  const counts = { batches: 0, compressed: 0 };
+  for (let position = 0; ; ) {
+    const frame = frameOf(stream.subarray(position, position + 8));
+    if (frame.kind !== 'message') return counts;
+    const metadataEnd = position + frame.prefixLength + frame.metadataLength;
+    const message = Message.decode(stream.subarray(position + frame.prefixLength, metadataEnd));
+    if (message.isRecordBatch()) {
+      counts.batches++;
+      if (message.header().compression !== null) counts.compressed++;
+    }
+    position = metadataEnd + Number(message.bodyLength);
+  }
+}
+
+let dir: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'columnar-shuffle-cli-test-'));
+  await writeFile(join(dir, 'input.arrow'), tableToIPC(INPUT, 'file'));
+  await writeFile(join(dir, 'input.arrows'), tableToIPC(INPUT, 'stream'));
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+// ---------------------------------------------------------------- write
+
+describe('write', () => {
+  test('shuffles an Arrow file by hash: --json reports rows, batches, lengths that sum to bytesWritten and match the index file', async () => {
+    const prefix = join(dir, 'file-out');
+    const result = json(await cli('write', join(dir, 'input.arrow'), '--partitions', '8', '--key', 'id', '--output', prefix, '--json'));
+    expect(result).toMatchObject({ rows: INPUT_ROWS, batches: 3, partitions: 8, codec: 'lz4', inputFormat: 'file' });
+    expect(result.output).toEqual({ data: `${prefix}.data`, index: `${prefix}.index`, checksum: `${prefix}.checksum.CRC32C` });
+    expect(typeof result.elapsedMs).toBe('number');
+    expect(result.partitionLengths).toHaveLength(8);
+    expect(result.partitionLengths.reduce((a, b) => a + b, 0)).toBe(result.bytesWritten);
+    expect(result.partitionRows.reduce((a, b) => a + b, 0)).toBe(INPUT_ROWS);
+    expect((await stat(`${prefix}.data`)).size).toBe(result.bytesWritten);
+
+    const index = await readFile(`${prefix}.index`);
+    const offsets = Array.from({ length: 9 }, (_, i) => Number(index.readBigInt64BE(i * 8)));
+    let end = 0;
+    expect(offsets).toEqual([0, ...result.partitionLengths.map((length) => (end += length))]);
+  });
+
+  test('tells the format from the bytes, not the name: a stream named .arrow gives the same output as the file', async () => {
+    const misnamed = join(dir, 'stream-named.arrow');
+    await writeFile(misnamed, tableToIPC(INPUT, 'stream'));
+    const fromFile = json(await cli('write', join(dir, 'input.arrow'), '-p', '8', '-k', 'id', '-o', join(dir, 'a'), '--json'));
+    const fromStream = json(await cli('write', misnamed, '-p', '8', '-k', 'id', '-o', join(dir, 'b'), '--json'));
+    expect(fromStream.inputFormat).toBe('stream');
+    expect(fromStream.partitionRows).toEqual(fromFile.partitionRows);
+    expect(await readFile(join(dir, 'b.data'))).toEqual(await readFile(join(dir, 'a.data')));
+  });
+
+  test('reads a .arrows stream, and every row lands in the partition its key hashes to', async () => {
+    const prefix = join(dir, 'stream-out');
+    const result = json(await cli('write', join(dir, 'input.arrows'), '--partitions', '5', '--key', 'id', '--output', prefix, '--json'));
+    expect(result.inputFormat).toBe('stream');
+    const all: Table[] = [];
+    for (let p = 0; p < 5; p++) {
+      const run = await cli('read', prefix, '--partition', String(p));
+      expect(run.code).toBe(0);
+      const table = tableFromIPC(run.stdoutBytes);
+      expect(table.numRows).toBe(result.partitionRows[p]);
+      for (const b of table.batches) {
+        const hashes = new Int32Array(b.numRows).fill(SPARK_HASH_SEED);
+        hashColumnInto(b.getChildAt(0)!.data[0]!, hashes, 'id');
+        expect(new Set(Array.from(hashes, (h) => pmod(h, 5)))).toEqual(new Set([p]));
+      }
+      all.push(table);
+    }
+    expect(rowsOf(new Table(all.flatMap((t) => t.batches)))).toEqual(rowsOf(INPUT));
+  });
+
+  test('accepts compressed input (LZ4 and ZSTD bodies) as a stream and as a Feather V2 style file', async () => {
+    const first = join(dir, 'compressed-src');
+    const written = json(await cli('write', join(dir, 'input.arrow'), '-p', '1', '--partitioning', 'single', '-o', first, '--codec', 'zstd', '--json'));
+    const zstdStream = await readFile(`${first}.data`); // one partition: a whole ZSTD-compressed IPC stream
+    await writeFile(join(dir, 'zstd.arrows'), zstdStream);
+    await writeFile(join(dir, 'zstd.feather'), streamToFile(zstdStream, SCHEMA));
+    expect(written.rows).toBe(INPUT_ROWS);
+
+    for (const name of ['zstd.arrows', 'zstd.feather']) {
+      const prefix = join(dir, `from-${name}`);
+      const result = json(await cli('write', join(dir, name), '-p', '3', '--partitioning', 'round-robin', '-o', prefix, '--json'));
+      expect(result.inputFormat).toBe(name.endsWith('.feather') ? 'file' : 'stream');
+      const tables = await Promise.all([0, 1, 2].map(async (p) => tableFromIPC((await cli('read', prefix, '-P', String(p))).stdoutBytes)));
+      expect(rowsOf(new Table(tables.flatMap((t) => t.batches)))).toEqual(rowsOf(INPUT));
+    }
+  });
+
+  test('an input with a schema and no batches gives an output of empty partitions', async () => {
+    const empty = join(dir, 'empty.arrows');
+    await writeFile(empty, tableToIPC(new Table(SCHEMA), 'stream'));
+    const result = json(await cli('write', empty, '-p', '3', '-k', 'id', '-o', join(dir, 'empty-out'), '--json'));
+    expect(result).toMatchObject({ rows: 0, bytesWritten: 0, partitionLengths: [0, 0, 0] });
+  });
+
+  test('prints a short human summary without --json', async () => {
+    const run = await cli('write', join(dir, 'input.arrow'), '-p', '4', '-k', 'id,name', '-o', join(dir, 'human'));
+    expect(run.code).toBe(0);
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toContain('wrote 8,001 rows');
+    expect(run.stdout).toContain('hash(id, name)');
+    expect(run.stdout).toContain(`${join(dir, 'human')}.data`);
+    expect(run.stdout.split('\n').length).toBeLessThan(10);
+  });
+});
+
+// ---------------------------------------------------------------- read and inspect
+
+describe('read', () => {
+  let prefix: string;
+  let written: WriteJson;
+  beforeAll(async () => {
+    prefix = join(dir, 'for-read');
+    written = json(await cli('write', join(dir, 'input.arrow'), '-p', '6', '-k', 'id', '-o', prefix, '--json'));
+  });
+
+  test('writes a partition to --output as an uncompressed Arrow IPC stream arrow-js reads', async () => {
+    const file = join(dir, 'part-2.arrows');
+    const run = await cli('read', prefix, '--partition', '2', '--output', file);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`partition 2: ${written.partitionRows[2]!.toLocaleString('en-US')} rows`);
+    const bytes = await readFile(file);
+    const table = tableFromIPC(bytes);
+    expect(table.numRows).toBe(written.partitionRows[2]);
+    expect(table.schema.fields.map((f) => f.name)).toEqual(['id', 'name', 'amount', 'qty']);
+    expect(recordBatchMessages(bytes)).toEqual({ batches: written.partitionBatches[2], compressed: 0 });
+    // same bytes on stdout; no temporary file is left next to the output
+    expect((await cli('read', prefix, '-P', '2')).stdoutBytes).toEqual(bytes);
+    expect((await readdir(dir)).filter((f) => f.startsWith('part-2.arrows'))).toEqual(['part-2.arrows']);
+  });
+
+  test('an empty partition is a valid stream with the schema and no batches', async () => {
+    const single = join(dir, 'single');
+    json(await cli('write', join(dir, 'input.arrow'), '-p', '4', '--partitioning', 'single', '-o', single, '--json'));
+    const run = await cli('read', single, '--partition', '3');
+    expect(run.code).toBe(0);
+    const table = tableFromIPC(run.stdoutBytes);
+    expect(table.numRows).toBe(0);
+    expect(recordBatchMessages(run.stdoutBytes).batches).toBe(0);
+    expect(run.stdoutBytes.subarray(-8)).toEqual(Buffer.from([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]));
+    expect(table.schema.fields.map((f) => f.name)).toEqual(['id', 'name', 'amount', 'qty']);
+  });
+
+  test('when every partition is empty there is no schema: nothing is written and stderr says so', async () => {
+    const empty = join(dir, 'no-batches.arrows');
+    await writeFile(empty, tableToIPC(new Table(SCHEMA), 'stream'));
+    json(await cli('write', empty, '-p', '2', '-k', 'id', '-o', join(dir, 'all-empty'), '--json'));
+    const file = join(dir, 'nothing.arrows');
+    const run = await cli('read', join(dir, 'all-empty'), '--partition', '0', '--output', file);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toMatch(/every partition .* is empty/);
+    expect(existsSync(file)).toBe(false);
+  });
+
+  test('a partition that does not exist is CS_INVALID_ARGUMENT', async () => {
+    const run = await cli('read', prefix, '--partition', '6');
+    expect(run.code).toBe(1);
+    expect(errorLine(run)).toContain('CS_INVALID_ARGUMENT: partition 6 does not exist');
+  });
+
+  test('a damaged partition is CS_CHECKSUM_MISMATCH and leaves no output file', async () => {
+    const damaged = join(dir, 'damaged');
+    const result = json(await cli('write', join(dir, 'input.arrow'), '-p', '2', '-k', 'id', '-o', damaged, '--json'));
+    const data = await readFile(`${damaged}.data`);
+    data[result.partitionLengths[0]! + 100]! ^= 0xff; // inside partition 1
+    await writeFile(`${damaged}.data`, data);
+    const file = join(dir, 'damaged-1.arrows');
+    const run = await cli('read', damaged, '-P', '1', '-o', file);
+    expect(run.code).toBe(1);
+    expect(errorLine(run)).toContain('CS_CHECKSUM_MISMATCH');
+    expect((await readdir(dir)).some((f) => f.startsWith('damaged-1'))).toBe(false);
+  });
+});
+
+describe('inspect', () => {
+  test('--json gives schema, codec and per-partition bytes, batches and rows that agree with write', async () => {
+    const prefix = join(dir, 'for-inspect');
+    const written = json(await cli('write', join(dir, 'input.arrows'), '-p', '5', '-k', 'id', '-o', prefix, '-c', 'zstd', '--json'));
+    const inspected = json(await cli('inspect', prefix, '--json'));
+    expect(inspected).toMatchObject({
+      codec: 'zstd',
+      partitions: 5,
+      rows: INPUT_ROWS,
+      bytes: written.bytesWritten,
+      partitionLengths: written.partitionLengths,
+      partitionRows: written.partitionRows,
+      partitionBatches: written.partitionBatches,
+    });
+    expect(inspected.schema).toEqual([
+      { name: 'id', type: 'Int64', nullable: false },
+      { name: 'name', type: 'Utf8', nullable: true },
+      { name: 'amount', type: 'Float64', nullable: false },
+      { name: 'qty', type: 'Int32', nullable: true },
+    ]);
+  });
+
+  test('reports codec none for an uncompressed output, and prints a table without --json', async () => {
+    const prefix = join(dir, 'for-inspect-none');
+    json(await cli('write', join(dir, 'input.arrow'), '-p', '3', '-k', 'id', '-o', prefix, '--codec', 'none', '--json'));
+    const run = await cli('inspect', prefix);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^codec\s+none$/m);
+    expect(run.stdout).toMatch(/^schema\s+id: Int64 not null, name: Utf8, amount: Float64 not null, qty: Int32$/m);
+    expect(run.stdout).toMatch(/^\s*partition\s+bytes\s+batches\s+rows$/m);
+  });
+
+  test('a prefix with no output is CS_FILE_NOT_FOUND', async () => {
+    const run = await cli('inspect', join(dir, 'no-such-output'));
+    expect(run.code).toBe(1);
+    expect(errorLine(run)).toContain('CS_FILE_NOT_FOUND');
+  });
+});
+
+// ---------------------------------------------------------------- demo
+
+describe('demo', () => {
+  test('generates, shuffles, reads back and verifies; removes its temporary directory', async () => {
+    const demoDirs = async () => (await readdir(tmpdir())).filter((f) => f.startsWith('columnar-shuffle-demo-'));
+    const before = await demoDirs();
+    const run = await cli('demo', '--rows', '20000', '--partitions', '7');
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('20,000 rows');
+    expect(run.stdout).toMatch(/compression ratio \d+\.\d\dx/);
+    expect(run.stdout).toMatch(/write .* rows\/s/);
+    expect(run.stdout).toMatch(/read .* rows\/s/);
+    expect(run.stdout).toMatch(/verdict\s+verified/);
+    expect(await demoDirs()).toEqual(before);
+  });
+
+  test('--dir keeps the output there', async () => {
+    const out = join(dir, 'demo-here', 'nested');
+    const run = await cli('demo', '--rows', '5000', '--partitions', '3', '--dir', out, '--codec', 'none');
+    expect(run.code).toBe(0);
+    expect((await readdir(out)).sort()).toEqual(['demo.checksum.CRC32C', 'demo.data', 'demo.index']);
+    expect(json(await cli('inspect', join(out, 'demo'), '--json'))).toMatchObject({ rows: 5000, codec: 'none' });
+  });
+
+  test('the verifier catches a row in the wrong partition, a lost row and a changed value', () => {
+    const input = narrowBatch(100, 1);
+    const check = (output: (v: ShuffleVerifier) => void, partitionRows: number[]) => {
+      const verifier = new ShuffleVerifier(NARROW_SCHEMA, 'key', 1);
+      verifier.addInput(input);
+      output(verifier);
+      return verifier.problems(partitionRows);
+    };
+    expect(check((v) => v.addOutput(0, input), [100])).toEqual([]);
+    // with 2 partitions some of the rows hash to partition 1
+    const two = new ShuffleVerifier(NARROW_SCHEMA, 'key', 2);
+    two.addInput(input);
+    two.addOutput(0, input);
+    expect(two.problems([100, 0]).join()).toMatch(/rows in the wrong partition/);
+    expect(check((v) => v.addOutput(0, input.slice(0, 99)), [99]).join()).toMatch(/99 rows read back, 100 written/);
+    expect(check((v) => v.addOutput(0, narrowBatch(100, 2)), [100]).join()).toMatch(/fingerprint mismatch/);
+    expect(check((v) => v.addOutput(0, input), [99]).join()).toMatch(/the writer reports 99 rows, 100 were read back/);
+  });
+});
+
+// ---------------------------------------------------------------- errors
+
+describe('errors', () => {
+  test('a file that is not Arrow is CS_INPUT_NOT_ARROW naming the file, exit 1, one line', async () => {
+    const bad = join(dir, 'not-arrow.arrow');
+    await writeFile(bad, 'id,name\n1,one\n');
+    const run = await cli('write', bad, '-p', '2', '-k', 'id', '-o', join(dir, 'x'));
+    expect(run.code).toBe(1);
+    expect(errorLine(run)).toMatch(/^columnar-shuffle: error CS_INPUT_NOT_ARROW: .*not-arrow\.arrow/);
+    expect(run.stdout).toBe('');
+  });
+
+  test('an empty file is CS_INPUT_NOT_ARROW too', async () => {
+    const empty = join(dir, 'zero-bytes.arrows');
+    await writeFile(empty, '');
+    expect(errorLine(await cli('write', empty, '-p', '2', '-k', 'id', '-o', join(dir, 'x')))).toContain('CS_INPUT_NOT_ARROW');
+  });
+
+  test('a truncated Arrow file is CS_CORRUPT_DATA', async () => {
+    const whole = await readFile(join(dir, 'input.arrow'));
+    const cut = join(dir, 'truncated.arrow');
+    await writeFile(cut, whole.subarray(0, whole.byteLength - 100));
+    const run = await cli('write', cut, '-p', '2', '-k', 'id', '-o', join(dir, 'x'));
+    expect(run.code).toBe(1);
+    expect(errorLine(run)).toMatch(/CS_CORRUPT_DATA: .*truncated/);
+  });
+
+  test('a missing input file is CS_FILE_NOT_FOUND', async () => {
+    const run = await cli('write', join(dir, 'missing.arrow'), '-p', '2', '-k', 'id', '-o', join(dir, 'x'));
+    expect(run.code).toBe(1);
+    expect(errorLine(run)).toMatch(/CS_FILE_NOT_FOUND: .*missing\.arrow/);
+  });
+
+  test('an unknown key column is CS_UNKNOWN_COLUMN and creates no output file', async () => {
+    const before = await readdir(dir);
+    const run = await cli('write', join(dir, 'input.arrow'), '-p', '2', '-k', 'nope', '-o', join(dir, 'unknown-key'));
+    expect(run.code).toBe(1);
+    expect(errorLine(run)).toContain('CS_UNKNOWN_COLUMN: no column "nope"');
+    expect(await readdir(dir)).toEqual(before);
+  });
+
+  test('a missing output directory is CS_FILE_NOT_FOUND and no output file appears', async () => {
+    const before = await readdir(dir);
+    const run = await cli('write', join(dir, 'input.arrow'), '-p', '2', '-k', 'id', '-o', join(dir, 'no-such-dir', 'out'));
+    expect(run.code).toBe(1);
+    expect(errorLine(run)).toMatch(/CS_FILE_NOT_FOUND: .*no-such-dir/);
+    expect(await readdir(dir)).toEqual(before);
+  });
+
+  test.each([
+    [['write', 'in.arrow', '-p', '0', '-k', 'id', '-o', 'x'], /--partitions must be an integer in \[1, \d+\], got '0'/],
+    [['write', 'in.arrow', '-p', 'many', '-k', 'id', '-o', 'x'], /--partitions must be an integer/],
+    [['write', 'in.arrow', '-p', '2', '-k', 'id', '-o', 'x', '--frobnicate'], /unknown option '--frobnicate'/],
+    [['write', 'in.arrow', '-p', '2', '-k', 'id'], /missing required option --output/],
+    [['write', '-p', '2', '-k', 'id', '-o', 'x'], /missing the <input>/],
+    [['write', 'in.arrow', '-p', '2', '-o', 'x'], /give --key COL for hash partitioning/],
+    [['write', 'in.arrow', '-p', '2', '-o', 'x', '--partitioning', 'hash'], /hash partitioning needs --key/],
+    [['write', 'in.arrow', '-p', '2', '-o', 'x', '-k', 'id', '--partitioning', 'single'], /--key does not apply to single/],
+    [['write', 'in.arrow', '-p', '2', '-o', 'x', '-k', 'id', '--codec', 'gzip'], /--codec must be one of lz4, zstd, none/],
+    [['write', 'a.arrow', 'b.arrow', '-p', '2', '-o', 'x', '-k', 'id'], /unexpected argument 'b.arrow'/],
+    [['read', 'prefix'], /missing required option --partition/],
+    [['read', 'prefix', '--partition', '-1'], /--partition/],
+    [['inspect'], /missing the shuffle output <prefix>/],
+    [['demo', '--rows', '0'], /--rows must be an integer >= 1/],
+    [['shuffle'], /unknown command 'shuffle'/],
+    [['--frobnicate'], /unknown option '--frobnicate'/],
+  ])('a wrong command line exits 2 with CS_INVALID_ARGUMENT: %j', async (argv, message) => {
+    const run = await cli(...argv);
+    expect(run.code).toBe(2);
+    const line = errorLine(run);
+    expect(line).toMatch(/^columnar-shuffle: error CS_INVALID_ARGUMENT: /);
+    expect(line).toMatch(message);
+    expect(line).toMatch(/see 'columnar-shuffle (\w+ )?--help'/);
+  });
+
+  test('no command at all prints the usage on stderr and exits 2', async () => {
+    const run = await cli();
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe(USAGE);
+  });
+});
+
+// ---------------------------------------------------------------- help, version, progress
+
+describe('help and version', () => {
+  test.each([['--help'], ['-h'], ['help']])('%s prints the usage listing every command', async (flag) => {
+    const run = await cli(flag);
+    expect(run.code).toBe(0);
+    for (const command of ['write', 'read', 'inspect', 'demo']) expect(run.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
+    for (const line of run.stdout.split('\n')) expect(line.length).toBeLessThanOrEqual(80);
+  });
+
+  test.each(['write', 'read', 'inspect', 'demo'])('%s --help lists its options, in at most 80 columns', async (command) => {
+    const run = await cli(command, '--help');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(new RegExp(`^Usage: columnar-shuffle ${command}`));
+    expect(run.stdout).toMatch(/^  -h, --help/m);
+    expect((await cli('help', command)).stdout).toBe(run.stdout);
+    for (const line of run.stdout.split('\n')) expect(line.length).toBeLessThanOrEqual(80);
+  });
+
+  test('--help wins over missing arguments', async () => {
+    expect((await cli('write', '-h')).code).toBe(0);
+  });
+
+  test('--version prints the package version', async () => {
+    const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    const run = await cli('--version');
+    expect(run).toMatchObject({ code: 0, stdout: `${pkg.version}\n` });
+  });
+});
+
+describe('progress', () => {
+  function fakeTerminal(isTTY: boolean) {
+    const out = sink();
+    Object.assign(out.stream, { isTTY, columns: 60 });
+    return { stream: out.stream, text: () => Buffer.concat(out.chunks).toString() };
+  }
+
+  test('draws nothing when stderr is not a terminal', () => {
+    const term = fakeTerminal(false);
+    const progress = createProgress(term.stream, 'write');
+    progress.update(0.5, 'half');
+    progress.done();
+    expect(term.text()).toBe('');
+  });
+
+  test('on a terminal: redraws at most every 100 ms, fits the width, and is erased at the end', () => {
+    const term = fakeTerminal(true);
+    let now = 0;
+    const progress = createProgress(term.stream, 'write', () => now);
+    progress.update(0.1, 'a');
+    now = 50;
+    progress.update(0.2, 'b'); // too soon: skipped
+    now = 150;
+    progress.update(0.5, 'c'.repeat(200));
+    progress.done();
+    const draws = term.text().split('\r').filter((s) => s.length > 0);
+    expect(draws).toHaveLength(3);
+    expect(draws[0]).toContain(render('write', 0.1, 'a'));
+    expect(draws[1]!.replace('\x1b[K', '').length).toBeLessThan(60);
+    expect(draws[2]).toBe('\x1b[K');
+    expect(render('write', 0.5, 'x')).toBe('write [##########..........]  50%  x');
+  });
+});
+
+// ---------------------------------------------------------------- the real binary
+
+describe('the built binary', () => {
+  beforeAll(async () => {
+    await exec('npm', ['run', 'build', '--silent'], { cwd: ROOT });
+  }, 120_000);
+
+  test('node bin/columnar-shuffle.js --help prints the usage and exits 0', async () => {
+    const { stdout } = await exec(process.execPath, ['bin/columnar-shuffle.js', '--help'], { cwd: ROOT });
+    expect(stdout).toBe(USAGE);
+  });
+
+  test('exits 1 with one error line for a non-Arrow input, 2 for a bad command line', async () => {
+    const bad = join(dir, 'bin-not-arrow.txt');
+    await writeFile(bad, 'hello');
+    const fail = await exec(process.execPath, ['bin/columnar-shuffle.js', 'write', bad, '-p', '2', '-k', 'id', '-o', join(dir, 'bin-out')], { cwd: ROOT }).catch((e: unknown) => e);
+    expect(fail).toMatchObject({ code: 1, stdout: '' });
+    expect((fail as { stderr: string }).stderr).toMatch(/^columnar-shuffle: error CS_INPUT_NOT_ARROW: [^\n]*\n$/);
+    const usage = await exec(process.execPath, ['bin/columnar-shuffle.js', 'write', '--nope'], { cwd: ROOT }).catch((e: unknown) => e);
+    expect(usage).toMatchObject({ code: 2 });
+  });
+
+  test('read into a pipe that closes early (| head -c) is not an error', async () => {
+    const prefix = join(dir, 'for-pipe');
+    json(await cli('write', join(dir, 'input.arrow'), '-p', '1', '--partitioning', 'single', '-o', prefix, '--codec', 'none', '--json'));
+    const { stdout, stderr } = await exec('bash', ['-c', `set -o pipefail; node bin/columnar-shuffle.js read '${prefix}' -P 0 | head -c 10 | wc -c`], { cwd: ROOT });
+    expect(stdout.trim()).toBe('10');
+    expect(stderr).toBe('');
+  });
+});

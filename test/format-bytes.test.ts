@@ -1,0 +1,693 @@
+/**
+ * Byte-level claims about every on-disk format, checked by parsing the files by hand
+ * with DataView (only the flatbuffer message headers are decoded with arrow-js's
+ * `Message.decode`); nothing here goes through our reader.
+ *
+ * ```text
+ * <prefix>.data             partition 0 | partition 1 | ... ; each non-empty one a complete Arrow IPC stream:
+ *                           schema message, record-batch messages, FF FF FF FF 00 00 00 00; an empty one: 0 bytes
+ * message                   FF FF FF FF | int32 LE metadataSize | metadata (8 + metadataSize ≡ 0 mod 8) | body
+ * compressed body buffer    int64 LE uncompressedLength | LZ4 frame / Zstandard frame
+ *                           int64 LE -1 | raw bytes          (did not shrink)
+ *                           nothing, region length 0          (empty buffer)
+ * <prefix>.index            (P + 1) int64 BE: 0, end of p0, ..., data file size
+ * <prefix>.checksum.CRC32C  P int64 BE: CRC32C of each partition's bytes
+ * ```
+ */
+import { mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { crc32c } from '@node-rs/crc32';
+import { Bool, Int32, Int64, makeData, RecordBatch, Schema, Field, Struct, Utf8, type Data } from 'apache-arrow';
+import { MessageHeader } from 'apache-arrow/enum';
+import { BodyCompressionMethod } from 'apache-arrow/fb/body-compression-method';
+import { CompressionType } from 'apache-arrow/fb/compression-type';
+import { Message, type RecordBatch as RecordBatchHeader } from 'apache-arrow/ipc/metadata/message';
+import { decompressFrame } from 'lz4-napi';
+import * as zstd from 'zstd-napi';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ShuffleError, ShuffleWriter, type CodecName, type ShuffleWriteResult, type ShuffleWriterOptions } from '../src/index.js';
+
+const EOS = [0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0];
+const LZ4_MAGIC = [0x04, 0x22, 0x4d, 0x18];
+const ZSTD_MAGIC = [0x28, 0xb5, 0x2f, 0xfd];
+
+let root: string;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'format-bytes-'));
+});
+afterAll(async () => {
+  if (root !== undefined) await rm(root, { recursive: true, force: true });
+});
+
+let dirs = 0;
+async function freshDir(): Promise<string> {
+  const dir = join(root, `d${dirs++}`);
+  await mkdir(dir);
+  return dir;
+}
+
+// ---------------------------------------------------------------------------
+// Input: pid (dropped), seq Int64 (compressible), rnd Int32 (random: incompressible),
+// name Utf8 with nulls (compressible), flag Bool. pid uses partitions 0, 1 and 3 of 4.
+// ---------------------------------------------------------------------------
+
+const NUM_PARTITIONS = 4;
+const USED_PARTITIONS = [0, 1, 3];
+const EMPTY_PARTITION = 2;
+const OUTPUT_COLUMNS = ['seq', 'rnd', 'name', 'flag'];
+/** Body buffers of one record batch, in order: per column validity then values (offsets, data for name). */
+const BUF = { seqValidity: 0, seqValues: 1, rndValidity: 2, rndValues: 3, nameValidity: 4, nameOffsets: 5, nameData: 6, flagValidity: 7, flagValues: 8 } as const;
+const BUFFERS_PER_BATCH = 9;
+
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Input {
+  pid: number[];
+  seq: bigint[];
+  rnd: number[];
+  name: (string | null)[];
+  flag: boolean[];
+}
+
+function makeInput(rows: number, seed: number): Input {
+  const random = prng(seed);
+  const input: Input = { pid: [], seq: [], rnd: [], name: [], flag: [] };
+  for (let i = 0; i < rows; i++) {
+    input.pid.push(USED_PARTITIONS[Math.floor(random() * USED_PARTITIONS.length)]!);
+    input.seq.push(BigInt(i) + 1_000_000n);
+    input.rnd.push((random() * 2 ** 32) | 0);
+    input.name.push(i % 5 === 0 ? null : `name-${i % 50}`);
+    input.flag.push(i % 3 === 0);
+  }
+  return input;
+}
+
+const schema = new Schema([
+  new Field('pid', new Int32(), false),
+  new Field('seq', new Int64(), false),
+  new Field('rnd', new Int32(), false),
+  new Field('name', new Utf8(), true),
+  new Field('flag', new Bool(), false),
+]);
+
+function bits(values: readonly boolean[]): Uint8Array {
+  const out = new Uint8Array(Math.ceil(values.length / 8));
+  values.forEach((v, i) => {
+    if (v) out[i >>> 3]! |= 1 << (i & 7);
+  });
+  return out;
+}
+
+/** Rows [start, end) of the input as one record batch built from raw buffers. */
+function batchOf(input: Input, start: number, end: number): RecordBatch {
+  const length = end - start;
+  const names = input.name.slice(start, end);
+  const encoder = new TextEncoder();
+  const encoded = names.map((s) => encoder.encode(s ?? ''));
+  const offsets = new Int32Array(length + 1);
+  encoded.forEach((b, i) => (offsets[i + 1] = offsets[i]! + b.byteLength));
+  const data = new Uint8Array(offsets[length]!);
+  encoded.forEach((b, i) => data.set(b, offsets[i]!));
+  const nullCount = names.filter((s) => s === null).length;
+  const children: Data[] = [
+    makeData({ type: new Int32(), length, data: Int32Array.from(input.pid.slice(start, end)) }),
+    makeData({ type: new Int64(), length, data: BigInt64Array.from(input.seq.slice(start, end)) }),
+    makeData({ type: new Int32(), length, data: Int32Array.from(input.rnd.slice(start, end)) }),
+    makeData({ type: new Utf8(), length, nullCount, nullBitmap: bits(names.map((s) => s !== null)), valueOffsets: offsets, data }),
+    makeData({ type: new Bool(), length, data: bits(input.flag.slice(start, end)) }),
+  ];
+  return new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length, nullCount: 0, children }));
+}
+
+interface Output {
+  dir: string;
+  prefix: string;
+  result: ShuffleWriteResult;
+  data: Uint8Array;
+  index: Uint8Array;
+  checksum: Uint8Array;
+}
+
+async function writeOutput(input: Input, options: Partial<ShuffleWriterOptions> & { codec: CodecName }, batchRows = 1_500): Promise<Output> {
+  const dir = await freshDir();
+  const prefix = join(dir, 'out');
+  const writer = await ShuffleWriter.create({
+    numPartitions: NUM_PARTITIONS,
+    partitioning: { kind: 'partition-id', column: 'pid' },
+    outputPrefix: prefix,
+    maxBatchRows: 1_000,
+    ...options,
+  });
+  for (let start = 0; start < input.pid.length; start += batchRows) {
+    await writer.write(batchOf(input, start, Math.min(input.pid.length, start + batchRows)));
+  }
+  const result = await writer.finish();
+  const [data, index, checksum] = await Promise.all(
+    [result.paths.data, result.paths.index, result.paths.checksum].map(async (path) => new Uint8Array(await readFile(path))),
+  );
+  return { dir, prefix, result, data: data!, index: index!, checksum: checksum! };
+}
+
+// ---------------------------------------------------------------------------
+// Hand parsing
+// ---------------------------------------------------------------------------
+
+function viewOf(bytes: Uint8Array): DataView {
+  return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+interface ParsedMessage {
+  /** offset of the continuation marker, relative to the partition start */
+  start: number;
+  metadataSize: number;
+  bodyStart: number;
+  bodyLength: number;
+  message: Message;
+  body: Uint8Array;
+}
+
+interface ParsedStream {
+  messages: ParsedMessage[];
+  /** offset of the end-of-stream marker */
+  eosStart: number;
+}
+
+/** Walks one partition's bytes message by message, asserting the framing as it goes. */
+function parseStream(bytes: Uint8Array, what: string): ParsedStream {
+  const view = viewOf(bytes);
+  const messages: ParsedMessage[] = [];
+  let position = 0;
+  for (;;) {
+    expect(position + 8, `${what}: a message prefix at ${position} lies inside the partition`).toBeLessThanOrEqual(bytes.byteLength);
+    expect(view.getUint32(position, true), `${what}: continuation marker at ${position}`).toBe(0xffffffff);
+    const metadataSize = view.getInt32(position + 4, true);
+    if (metadataSize === 0) break;
+    expect(metadataSize, `${what}: metadata size at ${position + 4}`).toBeGreaterThan(0);
+    expect((8 + metadataSize) % 8, `${what}: 8 + metadata size (${metadataSize}) is a multiple of 8`).toBe(0);
+    const message = Message.decode(bytes.subarray(position + 8, position + 8 + metadataSize));
+    const bodyStart = position + 8 + metadataSize;
+    const bodyLength = Number(message.bodyLength);
+    expect(bodyStart + bodyLength, `${what}: body of the message at ${position} ends inside the partition`).toBeLessThanOrEqual(bytes.byteLength);
+    messages.push({ start: position, metadataSize, bodyStart, bodyLength, message, body: bytes.subarray(bodyStart, bodyStart + bodyLength) });
+    position = bodyStart + bodyLength;
+  }
+  expect(position + 8, `${what}: the end-of-stream marker is the last 8 bytes`).toBe(bytes.byteLength);
+  expect(Array.from(bytes.subarray(position)), `${what}: end-of-stream marker`).toEqual(EOS);
+  return { messages, eosStart: position };
+}
+
+/** Partition p's bytes, cut out of the data file with the index file. */
+function partitionBytes(output: Output, p: number): Uint8Array {
+  const index = viewOf(output.index);
+  return output.data.subarray(Number(index.getBigInt64(p * 8, false)), Number(index.getBigInt64((p + 1) * 8, false)));
+}
+
+type BufferKind = 'empty' | 'plain' | 'compressed' | 'raw';
+
+interface BodyBuffer {
+  kind: BufferKind;
+  /** the buffer's uncompressed bytes */
+  bytes: Uint8Array;
+  /** the int64 prefix, for compressed bodies */
+  prefix?: bigint;
+}
+
+/** Decodes every body buffer of a record-batch message by hand, checking the compressed-buffer layout. */
+async function bodyBuffers(parsed: ParsedMessage, codec: CodecName, what: string): Promise<BodyBuffer[]> {
+  const header = parsed.message.header() as RecordBatchHeader;
+  const view = viewOf(parsed.body);
+  const out: BodyBuffer[] = [];
+  for (const [i, region] of header.buffers.entries()) {
+    const bytes = parsed.body.subarray(region.offset, region.offset + region.length);
+    if (region.length === 0) {
+      out.push({ kind: 'empty', bytes });
+      continue;
+    }
+    if (codec === 'none') {
+      out.push({ kind: 'plain', bytes });
+      continue;
+    }
+    expect(region.length, `${what} buffer ${i}: holds at least its 8-byte prefix`).toBeGreaterThanOrEqual(8);
+    const prefix = view.getBigInt64(region.offset, true);
+    const payload = bytes.subarray(8);
+    if (prefix === -1n) {
+      out.push({ kind: 'raw', bytes: payload, prefix });
+      continue;
+    }
+    expect(Array.from(payload.subarray(0, 4)), `${what} buffer ${i}: frame magic`).toEqual(codec === 'lz4' ? LZ4_MAGIC : ZSTD_MAGIC);
+    const decompressed = codec === 'lz4' ? await decompressFrame(payload) : zstd.decompress(payload);
+    expect(prefix, `${what} buffer ${i}: the prefix is the UNCOMPRESSED length`).toBe(BigInt(decompressed.byteLength));
+    out.push({ kind: 'compressed', bytes: new Uint8Array(decompressed), prefix });
+  }
+  return out;
+}
+
+function recordBatches(stream: ParsedStream): ParsedMessage[] {
+  return stream.messages.slice(1);
+}
+
+function headerOf(parsed: ParsedMessage): RecordBatchHeader {
+  return parsed.message.header() as RecordBatchHeader;
+}
+
+/** A fresh, aligned copy (typed-array views need their element alignment). */
+function aligned(bytes: Uint8Array): ArrayBuffer {
+  return bytes.slice().buffer;
+}
+
+function bit(bytes: Uint8Array, i: number): boolean {
+  return ((bytes[i >>> 3]! >>> (i & 7)) & 1) === 1;
+}
+
+/** The rows of one record batch, decoded from its (uncompressed) body buffers by hand. */
+function decodeRows(buffers: BodyBuffer[], rows: number): Pick<Input, 'seq' | 'rnd' | 'name' | 'flag'> {
+  const b = (k: number) => buffers[k]!.bytes;
+  const seq = Array.from(new BigInt64Array(aligned(b(BUF.seqValues)), 0, rows));
+  const rnd = Array.from(new Int32Array(aligned(b(BUF.rndValues)), 0, rows));
+  const offsets = new Int32Array(aligned(b(BUF.nameOffsets)), 0, rows + 1);
+  const decoder = new TextDecoder();
+  const validity = b(BUF.nameValidity);
+  const name = Array.from({ length: rows }, (_, i) =>
+    validity.byteLength > 0 && !bit(validity, i) ? null : decoder.decode(b(BUF.nameData).subarray(offsets[i]!, offsets[i + 1]!)),
+  );
+  const flag = Array.from({ length: rows }, (_, i) => bit(b(BUF.flagValues), i));
+  return { seq, rnd, name, flag };
+}
+
+/** The input rows partition p should hold, in input order. */
+function expectedRows(input: Input, p: number): Pick<Input, 'seq' | 'rnd' | 'name' | 'flag'> {
+  const rows = input.pid.map((pid, i) => (pid === p ? i : -1)).filter((i) => i >= 0);
+  return { seq: rows.map((i) => input.seq[i]!), rnd: rows.map((i) => input.rnd[i]!), name: rows.map((i) => input.name[i]!), flag: rows.map((i) => input.flag[i]!) };
+}
+
+// ---------------------------------------------------------------------------
+// The data file: partitions as IPC streams
+// ---------------------------------------------------------------------------
+
+const ROWS = 9_000;
+
+describe.each(['lz4', 'zstd', 'none'] as const)('data file, codec %s', (codec) => {
+  const input = makeInput(ROWS, 11);
+  let output: Output;
+  let streams: (ParsedStream | null)[];
+
+  beforeAll(async () => {
+    output = await writeOutput(input, { codec });
+    streams = Array.from({ length: NUM_PARTITIONS }, (_, p) => {
+      const bytes = partitionBytes(output, p);
+      return bytes.byteLength === 0 ? null : parseStream(bytes, `partition ${p}`);
+    });
+  });
+
+  it('an empty partition is zero bytes; the others are not', () => {
+    expect(output.result.partitionLengths[EMPTY_PARTITION]).toBe(0);
+    expect(output.result.partitionRows[EMPTY_PARTITION]).toBe(0);
+    for (const p of USED_PARTITIONS) expect(output.result.partitionLengths[p], `partition ${p}`).toBeGreaterThan(0);
+  });
+
+  it('each non-empty partition is: schema message, record-batch messages, end-of-stream marker as its last 8 bytes', () => {
+    for (const p of USED_PARTITIONS) {
+      const stream = streams[p]!;
+      expect(stream.messages[0]!.start, `partition ${p}`).toBe(0);
+      expect(stream.messages[0]!.message.headerType, `partition ${p} first message`).toBe(MessageHeader.Schema);
+      expect(stream.messages[0]!.bodyLength, `partition ${p} schema body`).toBe(0);
+      const batches = recordBatches(stream);
+      expect(batches.length, `partition ${p}: one message per payload`).toBe(output.result.partitionBatches[p]);
+      expect(batches.length, `partition ${p}: several batches (maxBatchRows 1000)`).toBeGreaterThan(1);
+      for (const m of batches) expect(m.message.headerType, `partition ${p} message at ${m.start}`).toBe(MessageHeader.RecordBatch);
+      expect(stream.eosStart + 8).toBe(output.result.partitionLengths[p]);
+    }
+  });
+
+  it('the schema message holds the output schema: the partition-id column is left out', () => {
+    for (const p of USED_PARTITIONS) {
+      const decoded = streams[p]!.messages[0]!.message.header() as Schema;
+      expect(decoded.fields.map((f) => f.name)).toEqual(OUTPUT_COLUMNS);
+      expect(decoded.fields.map((f) => String(f.type))).toEqual(['Int64', 'Int32', 'Utf8', 'Bool']);
+    }
+  });
+
+  it('record-batch lengths and field nodes add up to the rows of each partition', () => {
+    for (const p of USED_PARTITIONS) {
+      const expected = expectedRows(input, p);
+      let rows = 0;
+      for (const m of recordBatches(streams[p]!)) {
+        const header = headerOf(m);
+        expect(header.nodes.length).toBe(OUTPUT_COLUMNS.length);
+        for (const node of header.nodes) expect(node.length).toBe(Number(header.length));
+        rows += Number(header.length);
+      }
+      expect(rows, `partition ${p}`).toBe(output.result.partitionRows[p]);
+      expect(rows, `partition ${p}`).toBe(expected.seq.length);
+    }
+  });
+
+  it('every message and every body starts 8-aligned relative to the partition start, and so does every partition in the file', () => {
+    const index = viewOf(output.index);
+    for (let p = 0; p < NUM_PARTITIONS; p++) expect(Number(index.getBigInt64(p * 8, false)) % 8, `partition ${p} start`).toBe(0);
+    for (const p of USED_PARTITIONS) {
+      for (const m of streams[p]!.messages) {
+        expect(m.start % 8, `partition ${p} message at ${m.start}`).toBe(0);
+        expect(m.bodyStart % 8, `partition ${p} body at ${m.bodyStart}`).toBe(0);
+        expect(m.bodyLength % 8, `partition ${p} body length at ${m.start}`).toBe(0);
+      }
+      expect(streams[p]!.eosStart % 8).toBe(0);
+    }
+  });
+
+  it('every buffer region has an offset that is a multiple of 8, regions come in order without overlap, and padding is zero', () => {
+    for (const p of USED_PARTITIONS) {
+      for (const m of recordBatches(streams[p]!)) {
+        const regions = headerOf(m).buffers;
+        expect(regions.length).toBe(BUFFERS_PER_BATCH);
+        let end = 0;
+        for (const [i, region] of regions.entries()) {
+          const what = `partition ${p} message at ${m.start} buffer ${i}`;
+          expect(region.offset % 8, what).toBe(0);
+          expect(region.offset, what).toBeGreaterThanOrEqual(end);
+          expect(Array.from(m.body.subarray(end, region.offset)).every((x) => x === 0), `${what}: padding before it is zero`).toBe(true);
+          end = region.offset + region.length;
+          expect(end, what).toBeLessThanOrEqual(m.bodyLength);
+        }
+        expect(Array.from(m.body.subarray(end)).every((x) => x === 0), 'trailing padding is zero').toBe(true);
+        expect(m.bodyLength - end, 'the body has at most 7 bytes of trailing padding').toBeLessThan(8);
+      }
+    }
+  });
+
+  it('a column without nulls has a zero-length validity region and null count 0; a column with nulls has a bitmap', () => {
+    for (const p of USED_PARTITIONS) {
+      for (const m of recordBatches(streams[p]!)) {
+        const header = headerOf(m);
+        for (const k of [BUF.seqValidity, BUF.rndValidity, BUF.flagValidity]) expect(header.buffers[k]!.length).toBe(0);
+        expect(header.nodes.map((n) => Number(n.nullCount))).toEqual([0, 0, expect.any(Number), 0]);
+        const nameNulls = Number(header.nodes[2]!.nullCount);
+        expect(nameNulls).toBeGreaterThan(0); // every fifth input row is null: every batch has some
+        expect(header.buffers[BUF.nameValidity]!.length).toBeGreaterThan(0);
+      }
+    }
+  });
+
+  it('decoding the body buffers by hand gives back exactly the rows of each partition, in input order', async () => {
+    for (const p of USED_PARTITIONS) {
+      const got: Pick<Input, 'seq' | 'rnd' | 'name' | 'flag'> = { seq: [], rnd: [], name: [], flag: [] };
+      for (const m of recordBatches(streams[p]!)) {
+        const header = headerOf(m);
+        const rows = Number(header.length);
+        const buffers = await bodyBuffers(m, codec, `partition ${p} message at ${m.start}`);
+        // uncompressed sizes: exactly what the rows need
+        expect(buffers[BUF.seqValues]!.bytes.byteLength).toBe(8 * rows);
+        expect(buffers[BUF.rndValues]!.bytes.byteLength).toBe(4 * rows);
+        expect(buffers[BUF.nameOffsets]!.bytes.byteLength).toBe(4 * (rows + 1));
+        expect(buffers[BUF.nameValidity]!.bytes.byteLength).toBe(Math.ceil(rows / 8));
+        expect(buffers[BUF.flagValues]!.bytes.byteLength).toBe(Math.ceil(rows / 8));
+        const decoded = decodeRows(buffers, rows);
+        for (const key of ['seq', 'rnd', 'name', 'flag'] as const) (got[key] as unknown[]).push(...decoded[key]);
+        const nullsInBitmap = Array.from({ length: rows }, (_, i) => bit(buffers[BUF.nameValidity]!.bytes, i)).filter((v) => !v).length;
+        expect(nullsInBitmap, 'the name field node null count matches its bitmap').toBe(Number(header.nodes[2]!.nullCount));
+      }
+      expect(got, `partition ${p}`).toEqual(expectedRows(input, p));
+    }
+  });
+
+  if (codec === 'none') {
+    it('codec none: no BodyCompression in any record-batch header, buffers stored as plain bytes', () => {
+      for (const p of USED_PARTITIONS) {
+        for (const m of recordBatches(streams[p]!)) {
+          expect(headerOf(m).compression).toBeNull();
+          const rows = Number(headerOf(m).length);
+          expect(headerOf(m).buffers[BUF.seqValues]!.length).toBe(8 * rows);
+        }
+      }
+    });
+  } else {
+    const arrowType = codec === 'lz4' ? CompressionType.LZ4_FRAME : CompressionType.ZSTD;
+
+    it(`codec ${codec}: every record-batch header has BodyCompression { codec ${CompressionType[arrowType]}, method BUFFER }`, () => {
+      for (const p of USED_PARTITIONS) {
+        for (const m of recordBatches(streams[p]!)) {
+          const compression = headerOf(m).compression;
+          expect(compression).not.toBeNull();
+          expect(compression!.type).toBe(arrowType);
+          expect(compression!.method).toBe(BodyCompressionMethod.BUFFER);
+        }
+      }
+    });
+
+    it(`codec ${codec}: compressed buffers are int64 LE uncompressed length + a ${codec} frame; the incompressible int32 column is stored as -1 + raw bytes`, async () => {
+      const kinds = new Map<number, Set<BufferKind>>();
+      for (const p of USED_PARTITIONS) {
+        for (const m of recordBatches(streams[p]!)) {
+          const buffers = await bodyBuffers(m, codec, `partition ${p} message at ${m.start}`);
+          buffers.forEach((b, k) => {
+            if (!kinds.has(k)) kinds.set(k, new Set());
+            kinds.get(k)!.add(b.kind);
+            if (b.kind === 'raw') expect(headerOf(m).buffers[k]!.length).toBe(8 + b.bytes.byteLength);
+          });
+        }
+      }
+      const of = (k: number) => [...(kinds.get(k) ?? [])];
+      expect(of(BUF.seqValues)).toEqual(['compressed']); // sequential int64: shrinks
+      expect(of(BUF.nameData)).toEqual(['compressed']); // 50 distinct strings: shrinks
+      expect(of(BUF.rndValues)).toEqual(['raw']); // random int32: does not shrink
+      expect(of(BUF.seqValidity)).toEqual(['empty']);
+      expect(of(BUF.rndValidity)).toEqual(['empty']);
+      expect(of(BUF.flagValidity)).toEqual(['empty']);
+    });
+
+    it(`codec ${codec}: the raw (-1) int32 buffer holds exactly the input values, little-endian`, async () => {
+      const p = USED_PARTITIONS[0]!;
+      const expected = expectedRows(input, p).rnd;
+      const got: number[] = [];
+      for (const m of recordBatches(streams[p]!)) {
+        const region = headerOf(m).buffers[BUF.rndValues]!;
+        const view = new DataView(m.body.buffer, m.body.byteOffset + region.offset, region.length);
+        expect(view.getBigInt64(0, true)).toBe(-1n);
+        for (let at = 8; at < region.length; at += 4) got.push(view.getInt32(at, true));
+      }
+      expect(got).toEqual(expected);
+    });
+
+    it(`codec ${codec}: tiny buffers that a frame cannot shrink are stored raw with prefix -1`, async () => {
+      const tiny = makeInput(3, 5);
+      tiny.pid.fill(0);
+      const small = await writeOutput(tiny, { codec });
+      const stream = parseStream(partitionBytes(small, 0), 'tiny partition');
+      const [m] = recordBatches(stream);
+      const buffers = await bodyBuffers(m!, codec, 'tiny');
+      expect(buffers.map((b) => b.kind)).toEqual(['empty', 'raw', 'empty', 'raw', 'raw', 'raw', 'raw', 'empty', 'raw']);
+      expect(buffers.every((b) => b.kind === 'empty' || b.prefix === -1n)).toBe(true);
+      const rows = decodeRows(buffers, 3);
+      expect(rows.seq).toEqual(tiny.seq);
+      expect(rows.rnd).toEqual(tiny.rnd);
+      expect(rows.name).toEqual(tiny.name);
+      expect(rows.flag).toEqual(tiny.flag);
+    });
+  }
+});
+
+describe.each(['none', 'lz4'] as const)('a data file larger than the writer\'s 1 MiB / 512-chunk write batches (codec %s)', (codec) => {
+  it('is still framed, indexed and checksummed correctly, and every row decodes by hand', async () => {
+    const input = makeInput(60_000, 17);
+    const output = await writeOutput(input, { codec, maxBatchRows: 100 }, 20_000);
+    if (codec === 'none') expect(output.data.byteLength).toBeGreaterThan(1 << 20);
+    const index = viewOf(output.index);
+    const checksums = viewOf(output.checksum);
+    expect(Number(index.getBigInt64(NUM_PARTITIONS * 8, false))).toBe(output.data.byteLength);
+    for (const p of USED_PARTITIONS) {
+      const bytes = partitionBytes(output, p);
+      expect(Number(checksums.getBigInt64(p * 8, false)), `partition ${p} CRC32C`).toBe(crc32c(bytes) >>> 0);
+      const stream = parseStream(bytes, `partition ${p}`);
+      const batches = recordBatches(stream);
+      expect(batches.length, `partition ${p}: hundreds of messages`).toBeGreaterThan(150);
+      const got: Pick<Input, 'seq' | 'rnd' | 'name' | 'flag'> = { seq: [], rnd: [], name: [], flag: [] };
+      for (const m of batches) {
+        expect(m.bodyStart % 8).toBe(0);
+        const decoded = decodeRows(await bodyBuffers(m, codec, `partition ${p} message at ${m.start}`), Number(headerOf(m).length));
+        for (const key of ['seq', 'rnd', 'name', 'flag'] as const) (got[key] as unknown[]).push(...decoded[key]);
+      }
+      expect(got, `partition ${p}`).toEqual(expectedRows(input, p));
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------
+// Index and checksum files
+// ---------------------------------------------------------------------------
+
+describe('index file', () => {
+  it('holds (P + 1) big-endian int64 offsets: 0 first, never decreasing, the data file size last, differences = partitionLengths', async () => {
+    const output = await writeOutput(makeInput(3_000, 3), { codec: 'lz4' });
+    expect(output.index.byteLength).toBe((NUM_PARTITIONS + 1) * 8);
+    const view = viewOf(output.index);
+    const offsets = Array.from({ length: NUM_PARTITIONS + 1 }, (_, i) => view.getBigInt64(i * 8, false));
+    expect(offsets[0]).toBe(0n);
+    for (let i = 1; i < offsets.length; i++) expect(offsets[i]! >= offsets[i - 1]!, `offset ${i}`).toBe(true);
+    expect(offsets[NUM_PARTITIONS]).toBe(BigInt((await stat(output.result.paths.data)).size));
+    expect(offsets[NUM_PARTITIONS]).toBe(BigInt(output.result.bytesWritten));
+    expect(offsets.slice(1).map((o, p) => Number(o - offsets[p]!))).toEqual(output.result.partitionLengths);
+    expect(offsets[EMPTY_PARTITION + 1]).toBe(offsets[EMPTY_PARTITION]); // the empty partition
+  });
+
+  it('is big-endian: a small offset sits in the last bytes of its 8', async () => {
+    const output = await writeOutput(makeInput(10, 3), { codec: 'none' });
+    const first = output.result.partitionLengths[0]!;
+    expect(first).toBeGreaterThan(0);
+    expect(first).toBeLessThan(1 << 16);
+    expect(Array.from(output.index.subarray(8, 16))).toEqual([0, 0, 0, 0, 0, 0, first >>> 8, first & 0xff]);
+  });
+});
+
+describe('checksum file', () => {
+  it('CRC32C of "123456789" is 0xE3069283 (the check value of the algorithm used)', () => {
+    expect(crc32c(new TextEncoder().encode('123456789')) >>> 0).toBe(0xe3069283);
+    expect(crc32c('123456789') >>> 0).toBe(0xe3069283);
+  });
+
+  it('is <prefix>.checksum.CRC32C with P big-endian int64 values: CRC32C of each partition byte range (0 when empty)', async () => {
+    for (const codec of ['lz4', 'zstd', 'none'] as const) {
+      const output = await writeOutput(makeInput(3_000, 9), { codec });
+      expect(output.result.paths.checksum).toBe(`${output.prefix}.checksum.CRC32C`);
+      expect(output.checksum.byteLength).toBe(NUM_PARTITIONS * 8);
+      const view = viewOf(output.checksum);
+      for (let p = 0; p < NUM_PARTITIONS; p++) {
+        const stored = view.getBigInt64(p * 8, false);
+        expect(stored >> 32n, `partition ${p}: the CRC fills only the low 32 bits`).toBe(0n);
+        const bytes = partitionBytes(output, p);
+        const expected = bytes.byteLength === 0 ? 0 : crc32c(bytes) >>> 0;
+        expect(Number(stored), `${codec} partition ${p}`).toBe(expected);
+        expect(output.result.checksums[p]).toBe(expected);
+      }
+      expect(Number(view.getBigInt64(EMPTY_PARTITION * 8, false))).toBe(0);
+    }
+  });
+});
+
+describe('an output with a schema and no rows', () => {
+  it('has an empty data file, an index of P + 1 zeros and P zero checksums', async () => {
+    const dir = await freshDir();
+    const writer = await ShuffleWriter.create({
+      numPartitions: 3,
+      partitioning: { kind: 'partition-id', column: 'pid' },
+      outputPrefix: join(dir, 'out'),
+      schema,
+    });
+    const result = await writer.finish();
+    expect(result.partitionLengths).toEqual([0, 0, 0]);
+    expect((await readFile(result.paths.data)).byteLength).toBe(0);
+    expect(Array.from(await readFile(result.paths.index))).toEqual(new Array(32).fill(0));
+    expect(Array.from(await readFile(result.paths.checksum))).toEqual(new Array(24).fill(0));
+  });
+});
+
+// ---------------------------------------------------------------------------
+// Atomic commit
+// ---------------------------------------------------------------------------
+
+async function listing(dir: string): Promise<string[]> {
+  return (await readdir(dir)).sort();
+}
+
+function baseOptions(dir: string): ShuffleWriterOptions {
+  return { numPartitions: NUM_PARTITIONS, partitioning: { kind: 'partition-id', column: 'pid' }, outputPrefix: join(dir, 'out'), codec: 'lz4' };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<ShuffleError> {
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ShuffleError);
+  return error as ShuffleError;
+}
+
+describe('atomic commit', () => {
+  const input = makeInput(4_000, 21);
+
+  it('after finish, the directory holds exactly the three final files (no *.tmp)', async () => {
+    const output = await writeOutput(input, { codec: 'zstd' });
+    expect(await listing(output.dir)).toEqual(['out.checksum.CRC32C', 'out.data', 'out.index']);
+  });
+
+  it('before finish, no file has a final name', async () => {
+    const dir = await freshDir();
+    const writer = await ShuffleWriter.create(baseOptions(dir));
+    await writer.write(batchOf(input, 0, 2_000));
+    const files = await listing(dir);
+    expect(files.length).toBeGreaterThan(0);
+    expect(files.every((f) => f.endsWith('.tmp')), files.join(', ')).toBe(true);
+    await writer.abort();
+  });
+
+  it('after abort(), no file at all remains', async () => {
+    const dir = await freshDir();
+    const writer = await ShuffleWriter.create({ ...baseOptions(dir), maxBatchRows: 100 });
+    await writer.write(batchOf(input, 0, 2_000));
+    await writer.write(batchOf(input, 2_000, 4_000));
+    await writer.abort();
+    expect(await listing(dir)).toEqual([]);
+  });
+
+  it('after a schema-mismatch batch and abort(), no file at all remains', async () => {
+    const dir = await freshDir();
+    const writer = await ShuffleWriter.create(baseOptions(dir));
+    await writer.write(batchOf(input, 0, 1_000));
+    const other = new RecordBatch(
+      new Schema([new Field('pid', new Int32(), false)]),
+      makeData({ type: new Struct([new Field('pid', new Int32(), false)]), length: 1, nullCount: 0, children: [makeData({ type: new Int32(), length: 1, data: new Int32Array([0]) })] }),
+    );
+    expect((await rejection(writer.write(other))).code).toBe('CS_SCHEMA_MISMATCH');
+    await writer.abort();
+    expect(await listing(dir)).toEqual([]);
+  });
+
+  it('an unknown key column at create (schema given) fails create and leaves no file', async () => {
+    const dir = await freshDir();
+    const error = await rejection(ShuffleWriter.create({ ...baseOptions(dir), partitioning: { kind: 'hash', keys: ['nope'] }, schema }));
+    expect(error.code).toBe('CS_UNKNOWN_COLUMN');
+    expect(await listing(dir)).toEqual([]);
+  });
+
+  it('an unknown key column found at the first write, then abort(): no file remains', async () => {
+    const dir = await freshDir();
+    const writer = await ShuffleWriter.create({ ...baseOptions(dir), partitioning: { kind: 'hash', keys: ['nope'] } });
+    expect((await rejection(writer.write(batchOf(input, 0, 10)))).code).toBe('CS_UNKNOWN_COLUMN');
+    await writer.abort();
+    expect(await listing(dir)).toEqual([]);
+  });
+
+  it('a partition id out of range, then abort(): no file remains', async () => {
+    const dir = await freshDir();
+    const writer = await ShuffleWriter.create({ ...baseOptions(dir), numPartitions: 2 }); // pid 3 is out of range
+    expect((await rejection(writer.write(batchOf(input, 0, 1_000)))).code).toBe('CS_PARTITION_ID_OUT_OF_RANGE');
+    await writer.abort();
+    expect(await listing(dir)).toEqual([]);
+  });
+
+  it('a finish() that fails (no batch, no schema) leaves no file, without an explicit abort', async () => {
+    const dir = await freshDir();
+    const writer = await ShuffleWriter.create(baseOptions(dir));
+    expect((await rejection(writer.finish())).code).toBe('CS_INVALID_ARGUMENT');
+    expect(await listing(dir)).toEqual([]);
+  });
+
+  it('finishing over an existing output replaces its three files and leaves nothing else', async () => {
+    const first = await writeOutput(input, { codec: 'lz4' });
+    const writer = await ShuffleWriter.create({ ...baseOptions(first.dir), codec: 'none' });
+    await writer.write(batchOf(input, 0, 100));
+    const result = await writer.finish();
+    expect(await listing(first.dir)).toEqual(['out.checksum.CRC32C', 'out.data', 'out.index']);
+    expect((await stat(result.paths.data)).size).toBe(result.bytesWritten);
+    expect(result.bytesWritten).not.toBe(first.result.bytesWritten);
+  });
+});
