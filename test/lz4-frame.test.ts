@@ -21,9 +21,20 @@ describe('xxh32 (for the LZ4 frame header checksum)', () => {
 describe('compressLz4Frame writes standard LZ4 frames', () => {
   test('the frame starts with the magic and the header and ends with the end mark', async () => {
     const frame = await compressLz4Frame(new Uint8Array(1000).fill(7));
-    expect([...frame.subarray(0, 6)]).toEqual([0x04, 0x22, 0x4d, 0x18, 0x60, 0x70]);
+    expect([...frame.subarray(0, 6)]).toEqual([0x04, 0x22, 0x4d, 0x18, 0x60, 0x40]);
     expect([...frame.subarray(-4)]).toEqual([0, 0, 0, 0]);
     expect(frame.byteLength).toBeLessThan(100);
+  });
+
+  test.each([
+    [65536, 0x40],
+    [65537, 0x50],
+    [1 << 20, 0x60],
+    [(1 << 20) + 1, 0x70],
+  ])('an input of %i bytes declares block size code %i', async (size, bd) => {
+    const frame = await compressLz4Frame(new Uint8Array(size));
+    expect(frame[5]).toBe(bd);
+    expect(frame[6]).toBe((xxh32(Uint8Array.of(0x60, bd), 0) >>> 8) & 0xff);
   });
 
   test('incompressible blocks are stored with the uncompressed bit', async () => {

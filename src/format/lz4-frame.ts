@@ -6,9 +6,11 @@ import { compress as compressBlock } from 'lz4-napi';
  * frame compressor on the same input (both async, on the libuv pool).
  *
  * ```text
- * frame  := magic 04 22 4D 18 | FLG 0x60 | BD 0x70 | HC | block* | end mark 00 00 00 00
+ * frame  := magic 04 22 4D 18 | FLG 0x60 | BD | HC | block* | end mark 00 00 00 00
  *           FLG 0x60: version 01, independent blocks, no block/content checksums, no content size
- *           BD  0x70: blocks hold at most 4 MiB of input
+ *           BD: the smallest maximum block size that holds the input (0x40 64 KiB, 0x50 256 KiB,
+ *               0x60 1 MiB, 0x70 4 MiB; larger inputs are cut into 4 MiB blocks). Decoders
+ *               allocate a buffer of this size per frame, so small buffers get small blocks.
  *           HC: (xxh32(FLG BD, seed 0) >> 8) & 0xFF
  * block  := uint32 LE size | data      high bit of size set: data is stored uncompressed
  * ```
@@ -23,40 +25,42 @@ const PRIME5 = 0x165667b1;
 
 const MAGIC = [0x04, 0x22, 0x4d, 0x18];
 const FLG = 0x60;
-const BD = 0x70;
 const MAX_BLOCK = 4 * 1024 * 1024;
 const UNCOMPRESSED_BIT = 0x80000000;
-const HEADER = Uint8Array.of(...MAGIC, FLG, BD, (xxh32(Uint8Array.of(FLG, BD), 0) >>> 8) & 0xff);
+/** [maximum block size, frame header] for BD codes 4..7 */
+const BLOCK_SIZES = [4, 5, 6, 7].map((code) => {
+  const bd = code << 4;
+  return { maxBlock: 1 << (8 + 2 * code), header: Uint8Array.of(...MAGIC, FLG, bd, (xxh32(Uint8Array.of(FLG, bd), 0) >>> 8) & 0xff) };
+});
+const HEADER_BYTES = 7;
 const END_MARK = new Uint8Array(4);
 
 export async function compressLz4Frame(input: Uint8Array): Promise<Uint8Array> {
-  const blocks: Promise<Uint8Array>[] = [];
+  const pending: Promise<Uint8Array>[] = [];
   for (let start = 0; start < input.byteLength; start += MAX_BLOCK) {
-    blocks.push(encodeBlock(input.subarray(start, Math.min(start + MAX_BLOCK, input.byteLength))));
+    pending.push(compressBlock(input.subarray(start, Math.min(start + MAX_BLOCK, input.byteLength))));
   }
-  const encoded = await Promise.all(blocks);
-  let size = HEADER.byteLength + END_MARK.byteLength;
-  for (const block of encoded) size += block.byteLength;
+  const compressed = await Promise.all(pending);
+  const header = (BLOCK_SIZES.find((b) => input.byteLength <= b.maxBlock) ?? BLOCK_SIZES[3]!).header;
+  let size = HEADER_BYTES + END_MARK.byteLength;
+  const blocks = compressed.map((prefixed, b) => {
+    const raw = input.subarray(b * MAX_BLOCK, Math.min((b + 1) * MAX_BLOCK, input.byteLength));
+    const block = prefixed.subarray(4); // drop lz4-napi's uint32 size prefix
+    const stored = block.byteLength < raw.byteLength ? block : raw;
+    size += 4 + stored.byteLength;
+    return { data: stored, uncompressed: stored === raw };
+  });
   const frame = new Uint8Array(size);
-  frame.set(HEADER, 0);
-  let offset = HEADER.byteLength;
-  for (const block of encoded) {
-    frame.set(block, offset);
-    offset += block.byteLength;
+  const view = new DataView(frame.buffer);
+  frame.set(header, 0);
+  let offset = HEADER_BYTES;
+  for (const { data, uncompressed } of blocks) {
+    view.setUint32(offset, uncompressed ? (data.byteLength | UNCOMPRESSED_BIT) >>> 0 : data.byteLength, true);
+    frame.set(data, offset + 4);
+    offset += 4 + data.byteLength;
   }
   frame.set(END_MARK, offset);
   return frame;
-}
-
-async function encodeBlock(input: Uint8Array): Promise<Uint8Array> {
-  const prefixed = await compressBlock(input);
-  const compressed = prefixed.subarray(4);
-  const stored = compressed.byteLength < input.byteLength;
-  const data = stored ? compressed : input;
-  const block = new Uint8Array(4 + data.byteLength);
-  new DataView(block.buffer).setUint32(0, stored ? data.byteLength : (data.byteLength | UNCOMPRESSED_BIT) >>> 0, true);
-  block.set(data, 4);
-  return block;
 }
 
 function rotl(x: number, r: number): number {
