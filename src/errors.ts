@@ -29,7 +29,9 @@ export type ShuffleErrorCode =
   /** stored bytes are not a valid shuffle output (bad index, malformed IPC, bad compression) */
   | 'CS_CORRUPT_DATA'
   /** a compressed buffer uses a codec this build cannot decode */
-  | 'CS_UNSUPPORTED_CODEC';
+  | 'CS_UNSUPPORTED_CODEC'
+  /** a memory reservation could not be granted even after spilling everything that could be spilled */
+  | 'CS_MEMORY_LIMIT';
 
 /** Where an error happened; every field is optional and only set when known. */
 export interface ErrorLocation {

@@ -1,0 +1,200 @@
+import { ShuffleError } from '../errors.js';
+
+/**
+ * Something holding memory that it can give back on request, typically by
+ * writing it to disk (Gluten's `Reclaimable`, DataFusion's spillable consumer).
+ */
+export interface Reclaimable {
+  /**
+   * Frees at least `bytes` bytes of its reservation if it can (spilling,
+   * shrinking buffers) and returns how many bytes it freed, possibly fewer or
+   * zero. Called by the pool when another reservation cannot be granted; it must
+   * not itself wait for memory from the pool.
+   */
+  reclaim(bytes: number): Promise<number>;
+}
+
+/**
+ * A byte budget shared by named consumers (one per writer, merger, reader...).
+ * The budget is a promise about ArrayBuffers: every consumer reserves before it
+ * allocates and releases after it drops, counting each ArrayBuffer once.
+ *
+ * Protocol, for a consumer:
+ * 1. `const r = pool.register(name, reclaimable?)`
+ * 2. before allocating: `r.tryGrow(n)` (false is the normal signal: spill and
+ *    retry) or `await r.grow(n)`, which asks reclaimable consumers, largest first,
+ *    to free memory and fails with `MemoryLimitError` only when nothing more can
+ *    be freed;
+ * 3. after dropping: `r.shrink(n)`; at the end `r.free()` (also unregisters).
+ */
+export class MemoryPool {
+  /** The byte limit, or Infinity for an unbounded pool. */
+  readonly limit: number;
+  private reservedBytes = 0;
+  private peakBytes = 0;
+  private readonly reservations = new Set<MemoryReservation>();
+
+  constructor(limit: number = Number.POSITIVE_INFINITY) {
+    if (!(limit > 0)) throw new ShuffleError('CS_INVALID_ARGUMENT', `a memory limit must be a positive number of bytes, got ${String(limit)}`);
+    this.limit = limit;
+  }
+
+  /** Bytes currently reserved by all consumers. */
+  get reserved(): number {
+    return this.reservedBytes;
+  }
+
+  /** The highest `reserved` has been. */
+  get peak(): number {
+    return this.peakBytes;
+  }
+
+  get available(): number {
+    return this.limit - this.reservedBytes;
+  }
+
+  /** Registers a consumer; pass `reclaimable` if it can give memory back on request. */
+  register(name: string, reclaimable?: Reclaimable): MemoryReservation {
+    const reservation = new MemoryReservation(this, name, reclaimable ?? null);
+    this.reservations.add(reservation);
+    return reservation;
+  }
+
+  /** Each consumer's current and peak reservation, largest first (for error messages and metrics). */
+  consumers(): { name: string; reserved: number; peak: number }[] {
+    return [...this.reservations]
+      .map((r) => ({ name: r.name, reserved: r.size, peak: r.peak }))
+      .sort((a, b) => b.reserved - a.reserved);
+  }
+
+  /** @internal */
+  _tryGrow(bytes: number): boolean {
+    if (this.reservedBytes + bytes > this.limit) return false;
+    this.reservedBytes += bytes;
+    if (this.reservedBytes > this.peakBytes) this.peakBytes = this.reservedBytes;
+    return true;
+  }
+
+  /** @internal */
+  _shrink(bytes: number): void {
+    this.reservedBytes -= bytes;
+  }
+
+  /** @internal */
+  _unregister(reservation: MemoryReservation): void {
+    this.reservations.delete(reservation);
+  }
+
+  /** @internal Asks reclaimable consumers, largest first, to free `bytes`; returns bytes freed. */
+  async _reclaim(bytes: number, requester: MemoryReservation): Promise<number> {
+    let freed = 0;
+    const candidates = [...this.reservations]
+      .filter((r) => r.reclaimable !== null && r.size > 0 && !r.reclaiming)
+      .sort((a, b) => (a === requester ? 1 : 0) - (b === requester ? 1 : 0) || b.size - a.size);
+    for (const candidate of candidates) {
+      if (freed >= bytes) break;
+      candidate.reclaiming = true;
+      try {
+        freed += await candidate.reclaimable!.reclaim(bytes - freed);
+      } finally {
+        candidate.reclaiming = false;
+      }
+    }
+    return freed;
+  }
+}
+
+/** One consumer's share of a MemoryPool. */
+export class MemoryReservation {
+  private bytes = 0;
+  private peakBytes = 0;
+  /** @internal set while the pool is asking this consumer to reclaim */
+  reclaiming = false;
+
+  /** @internal */
+  constructor(
+    private readonly pool: MemoryPool,
+    readonly name: string,
+    readonly reclaimable: Reclaimable | null,
+  ) {}
+
+  get size(): number {
+    return this.bytes;
+  }
+
+  get peak(): number {
+    return this.peakBytes;
+  }
+
+  /** Reserves `bytes` if the pool has them; false means "free something and retry". */
+  tryGrow(bytes: number): boolean {
+    assertBytes(bytes);
+    if (!this.pool._tryGrow(bytes)) return false;
+    this.bytes += bytes;
+    if (this.bytes > this.peakBytes) this.peakBytes = this.bytes;
+    return true;
+  }
+
+  /**
+   * Reserves `bytes`, asking reclaimable consumers (other ones first, this one
+   * last) to free memory when the pool is short. Throws MemoryLimitError when
+   * not enough can be freed.
+   */
+  async grow(bytes: number): Promise<void> {
+    if (this.tryGrow(bytes)) return;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const missing = bytes - this.pool.available;
+      const freed = await this.pool._reclaim(missing, this);
+      if (this.tryGrow(bytes)) return;
+      if (freed === 0) break;
+    }
+    throw new MemoryLimitError(this.name, bytes, this.bytes, this.pool);
+  }
+
+  /** Releases `bytes` of this reservation. */
+  shrink(bytes: number): void {
+    assertBytes(bytes);
+    if (bytes > this.bytes) throw new RangeError(`${this.name} releases ${bytes} bytes but holds ${this.bytes}`);
+    this.bytes -= bytes;
+    this.pool._shrink(bytes);
+  }
+
+  /** Sets the reservation to exactly `bytes` (growing through tryGrow semantics: false if refused). */
+  tryResize(bytes: number): boolean {
+    if (bytes >= this.bytes) return this.tryGrow(bytes - this.bytes);
+    this.shrink(this.bytes - bytes);
+    return true;
+  }
+
+  /** Releases everything and leaves the pool. */
+  free(): void {
+    if (this.bytes > 0) this.shrink(this.bytes);
+    this.pool._unregister(this);
+  }
+}
+
+function assertBytes(bytes: number): void {
+  if (!(Number.isSafeInteger(bytes) && bytes >= 0)) throw new RangeError(`a reservation change must be a whole number of bytes >= 0, got ${bytes}`);
+}
+
+/** The pool could not grant a reservation even after asking every reclaimable consumer. */
+export class MemoryLimitError extends ShuffleError {
+  override name = 'MemoryLimitError';
+  readonly requester: string;
+  readonly requested: number;
+
+  constructor(requester: string, requested: number, held: number, pool: MemoryPool) {
+    const top = pool
+      .consumers()
+      .slice(0, 3)
+      .map((c) => `${c.name} ${c.reserved}`)
+      .join(', ');
+    super(
+      'CS_MEMORY_LIMIT',
+      `${requester} asked for ${requested} more bytes (holding ${held}) but the pool has ${pool.available} of ${pool.limit} left ` +
+        `and nothing more could be freed (largest consumers: ${top})`,
+    );
+    this.requester = requester;
+    this.requested = requested;
+  }
+}

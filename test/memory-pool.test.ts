@@ -1,0 +1,98 @@
+import { describe, expect, test } from 'vitest';
+import { MemoryLimitError, MemoryPool, type Reclaimable } from '../src/memory/memory-pool.js';
+
+describe('MemoryPool accounting', () => {
+  test('reserved and peak follow every grow and shrink', () => {
+    const pool = new MemoryPool(100);
+    const a = pool.register('a');
+    const b = pool.register('b');
+    expect(a.tryGrow(60)).toBe(true);
+    expect(b.tryGrow(30)).toBe(true);
+    expect(pool.reserved).toBe(90);
+    a.shrink(50);
+    expect(pool.reserved).toBe(40);
+    expect(pool.peak).toBe(90);
+    expect(a.peak).toBe(60);
+    b.free();
+    expect(pool.reserved).toBe(10);
+    expect(pool.consumers().map((c) => c.name)).toEqual(['a']);
+  });
+
+  test('tryGrow past the limit returns false and changes nothing', () => {
+    const pool = new MemoryPool(100);
+    const a = pool.register('a');
+    expect(a.tryGrow(80)).toBe(true);
+    expect(a.tryGrow(21)).toBe(false);
+    expect(a.size).toBe(80);
+    expect(pool.reserved).toBe(80);
+  });
+
+  test('shrinking more than is held is refused', () => {
+    const a = new MemoryPool(100).register('a');
+    a.tryGrow(10);
+    expect(() => a.shrink(11)).toThrow(RangeError);
+  });
+
+  test('an unbounded pool grants everything and still counts', () => {
+    const pool = new MemoryPool();
+    const a = pool.register('a');
+    expect(a.tryGrow(2 ** 40)).toBe(true);
+    expect(pool.reserved).toBe(2 ** 40);
+  });
+
+  test('a non-positive limit is refused', () => {
+    expect(() => new MemoryPool(0)).toThrow(/positive/);
+  });
+});
+
+describe('MemoryPool reclaim protocol', () => {
+  function spiller(pool: MemoryPool, name: string, log: string[]) {
+    const holder: { reservation?: ReturnType<MemoryPool['register']> } = {};
+    const reclaimable: Reclaimable = {
+      async reclaim(bytes) {
+        const freed = Math.min(bytes, holder.reservation!.size);
+        log.push(`${name} asked ${bytes} freed ${freed}`);
+        holder.reservation!.shrink(freed);
+        return freed;
+      },
+    };
+    holder.reservation = pool.register(name, reclaimable);
+    return holder.reservation;
+  }
+
+  test('grow asks the largest reclaimable consumer to free what is missing, then succeeds', async () => {
+    const log: string[] = [];
+    const pool = new MemoryPool(100);
+    const small = spiller(pool, 'small', log);
+    const big = spiller(pool, 'big', log);
+    small.tryGrow(20);
+    big.tryGrow(70);
+    const requester = pool.register('requester');
+    await requester.grow(40);
+    expect(log).toEqual(['big asked 30 freed 30']);
+    expect(requester.size).toBe(40);
+    expect(pool.reserved).toBe(100);
+  });
+
+  test('the requester is asked last, after the others', async () => {
+    const log: string[] = [];
+    const pool = new MemoryPool(100);
+    const self = spiller(pool, 'self', log);
+    const other = spiller(pool, 'other', log);
+    self.tryGrow(60);
+    other.tryGrow(30);
+    await self.grow(50);
+    expect(log).toEqual(['other asked 40 freed 30', 'self asked 10 freed 10']);
+  });
+
+  test('when nothing can be freed, grow fails with a MemoryLimitError that says who, how much and what remains', async () => {
+    const pool = new MemoryPool(100);
+    const holder = pool.register('ShuffleWriter[3]');
+    holder.tryGrow(90);
+    const error = await holder.grow(20).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MemoryLimitError);
+    expect((error as MemoryLimitError).code).toBe('CS_MEMORY_LIMIT');
+    expect((error as Error).message).toMatch(/ShuffleWriter\[3\] asked for 20 more bytes \(holding 90\) but the pool has 10 of 100 left/);
+    expect(holder.size).toBe(90);
+  });
+});
