@@ -14,7 +14,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Bench } from 'tinybench';
 import { ShuffleReader, ShuffleWriter, type CodecName } from '../src/index.js';
-import { batchBytes, narrowBatch } from './narrow-shape.js';
+import { batchBytes, narrowBatch } from '../src/cli/demo-data.js';
 
 const args = new Set(process.argv.slice(2));
 const quick = args.has('--quick');

@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
@@ -206,7 +207,7 @@ describe('write', () => {
     const fromStream = json(await cli('write', misnamed, '-p', '8', '-k', 'id', '-o', join(dir, 'b'), '--json'));
     expect(fromStream.inputFormat).toBe('stream');
     expect(fromStream.partitionRows).toEqual(fromFile.partitionRows);
-    expect(await readFile(join(dir, 'b.data'))).toEqual(await readFile(join(dir, 'a.data')));
+    expect((await readFile(join(dir, 'b.data'))).equals(await readFile(join(dir, 'a.data')))).toBe(true);
   });
 
   test('reads a .arrows stream, and every row lands in the partition its key hashes to', async () => {
@@ -243,6 +244,25 @@ describe('write', () => {
       expect(result.inputFormat).toBe(name.endsWith('.feather') ? 'file' : 'stream');
       const tables = await Promise.all([0, 1, 2].map(async (p) => tableFromIPC((await cli('read', prefix, '-P', String(p))).stdoutBytes)));
       expect(rowsOf(new Table(tables.flatMap((t) => t.batches)))).toEqual(rowsOf(INPUT));
+    }
+  });
+
+  test('accepts LZ4 / ZSTD compressed Feather files and streams written by another implementation (polars)', async () => {
+    const pl = createRequire(import.meta.url)('nodejs-polars') as typeof import('nodejs-polars');
+    const ids = Array.from({ length: 20_000 }, (_, i) => i * 3);
+    const df = pl.DataFrame({ id: ids, x: ids.map((i) => i / 8) });
+    const inputs = {
+      'polars-lz4.feather': df.writeIPC({ compression: 'lz4' }),
+      'polars-zstd.arrows': df.writeIPCStream({ compression: 'zstd' }),
+    };
+    for (const [name, bytes] of Object.entries(inputs)) {
+      await writeFile(join(dir, name), bytes);
+      const prefix = join(dir, `from-${name}`);
+      const result = json(await cli('write', join(dir, name), '-p', '4', '-k', 'id', '-o', prefix, '--json'));
+      expect(result.rows).toBe(ids.length);
+      const tables = await Promise.all([0, 1, 2, 3].map(async (p) => tableFromIPC((await cli('read', prefix, '-P', String(p))).stdoutBytes)));
+      const back = tables.flatMap((t) => Array.from(t.getChild('id')!, Number)).sort((a, b) => a - b);
+      expect(back).toEqual(ids);
     }
   });
 
@@ -285,7 +305,7 @@ describe('read', () => {
     expect(table.schema.fields.map((f) => f.name)).toEqual(['id', 'name', 'amount', 'qty']);
     expect(recordBatchMessages(bytes)).toEqual({ batches: written.partitionBatches[2], compressed: 0 });
     // same bytes on stdout; no temporary file is left next to the output
-    expect((await cli('read', prefix, '-P', '2')).stdoutBytes).toEqual(bytes);
+    expect((await cli('read', prefix, '-P', '2')).stdoutBytes.equals(bytes)).toBe(true);
     expect((await readdir(dir)).filter((f) => f.startsWith('part-2.arrows'))).toEqual(['part-2.arrows']);
   });
 
@@ -310,6 +330,12 @@ describe('read', () => {
     expect(run.code).toBe(0);
     expect(run.stderr).toMatch(/every partition .* is empty/);
     expect(existsSync(file)).toBe(false);
+  });
+
+  test('--output into a missing directory is CS_FILE_NOT_FOUND', async () => {
+    const run = await cli('read', prefix, '--partition', '0', '--output', join(dir, 'no-such-dir', 'p0.arrows'));
+    expect(run.code).toBe(1);
+    expect(errorLine(run)).toMatch(/CS_FILE_NOT_FOUND: .*no-such-dir/);
   });
 
   test('a partition that does not exist is CS_INVALID_ARGUMENT', async () => {
@@ -432,6 +458,30 @@ describe('errors', () => {
     const empty = join(dir, 'zero-bytes.arrows');
     await writeFile(empty, '');
     expect(errorLine(await cli('write', empty, '-p', '2', '-k', 'id', '-o', join(dir, 'x')))).toContain('CS_INPUT_NOT_ARROW');
+  });
+
+  test('a stream cut inside its schema message, or with no schema at all, is CS_CORRUPT_DATA', async () => {
+    const whole = await readFile(join(dir, 'input.arrows'));
+    for (const [name, bytes] of [
+      ['cut-schema.arrows', whole.subarray(0, 20)],
+      ['eos-only.arrows', Buffer.from([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0])],
+    ] as const) {
+      await writeFile(join(dir, name), bytes);
+      const run = await cli('write', join(dir, name), '-p', '2', '-k', 'id', '-o', join(dir, 'x'));
+      expect(run.code).toBe(1);
+      expect(errorLine(run)).toMatch(/CS_CORRUPT_DATA: invalid Arrow IPC stream/);
+    }
+  });
+
+  test('a stream cut inside a record batch is CS_CORRUPT_DATA and leaves no output', async () => {
+    const whole = await readFile(join(dir, 'input.arrows'));
+    const cut = join(dir, 'cut-batch.arrows');
+    await writeFile(cut, whole.subarray(0, whole.byteLength - 1000));
+    const before = await readdir(dir);
+    const run = await cli('write', cut, '-p', '2', '-k', 'id', '-o', join(dir, 'cut-out'));
+    expect(run.code).toBe(1);
+    expect(errorLine(run)).toMatch(/CS_CORRUPT_DATA: .*runs past the end of the file.*cut-batch\.arrows/);
+    expect(await readdir(dir)).toEqual(before);
   });
 
   test('a truncated Arrow file is CS_CORRUPT_DATA', async () => {

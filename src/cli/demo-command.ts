@@ -11,22 +11,6 @@ import { batchBytes, NARROW_SCHEMA, narrowBatch } from './demo-data.js';
 import { ShuffleVerifier } from './demo-verify.js';
 import { createProgress, type Progress } from './progress.js';
 
-export const DEMO_HELP = `Usage: columnar-shuffle demo [--rows N] [--partitions N] [--dir DIR] [--codec C]
-
-Generates demo data in memory (int64 key, float64, utf8 of ~20 bytes, int32
-with 10 % nulls; batches of 8192 rows), shuffles it by hash of the key, reads
-every partition back and verifies it: row counts, every row in the partition
-its key hashes to, and a fingerprint of all values. Exits 1 if that fails.
-
-Options:
-  -n, --rows N         rows to generate (default: 1000000)
-  -p, --partitions N   number of partitions (default: 200)
-  -d, --dir DIR        write the output into DIR (created if needed) and keep
-                       it (default: a temporary directory, removed afterwards)
-  -c, --codec CODEC    lz4 | zstd | none (default: lz4)
-  -h, --help           show this help
-`;
-
 const OPTIONS = {
   rows: { type: 'string', short: 'n' },
   partitions: { type: 'string', short: 'p' },
@@ -109,7 +93,7 @@ async function generateAndWrite(
       done += batch.numRows;
       progress.update(done / options.rows, `generate and write: ${count(done)} of ${count(options.rows)} rows`);
     }
-    progress.update(null, `write: finishing ${count(options.numPartitions)} partitions`);
+    progress.update(null, `write: finishing ${count(options.numPartitions)} partitions`, true);
     started = performance.now();
     const result = await writer.finish();
     timings.writeMs += performance.now() - started;

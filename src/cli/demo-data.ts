@@ -3,7 +3,7 @@ import { Field, Float64, Int32, Int64, makeData, RecordBatch, Schema, Struct, Ut
 /**
  * The standard narrow shape: int64 key, float64, utf8 of ~20 bytes, int32 with 10 % nulls.
  * Deterministic (a fixed linear congruential generator), built from raw buffers.
- * (The same generator as bench/narrow-shape.ts, which is not part of the build.)
+ * Also the shape `npm run bench` measures (bench/run.ts).
  */
 export const NARROW_SCHEMA = new Schema([
   new Field('key', new Int64(), false),

@@ -90,7 +90,7 @@ class InputFile implements ArrowInput {
     if (!stat.isFile()) throw this.notArrow('it is not a regular file');
     this.size = stat.size;
     if (this.size === 0) throw this.notArrow('the file is empty');
-    const head = await this.readAt(0, Math.min(this.size, 8));
+    const head = Buffer.from(await this.readAt(0, Math.min(this.size, 8)));
     if (head.byteLength >= 6 && ARROW_MAGIC.equals(head.subarray(0, 6))) {
       // the footer holds the schema (arrow-js writes no schema message into a file's body)
       this.format = 'file';
@@ -101,7 +101,12 @@ class InputFile implements ArrowInput {
     }
     const first = await this.readMessage(0);
     if (!('message' in first) || first.message.headerType !== MessageHeader.Schema) {
-      const shown = Buffer.from(head).toString('hex').replace(/(..)(?!$)/g, '$1 ');
+      if (head.byteLength >= 4 && head.readInt32LE(0) === -1) {
+        // the continuation marker: an IPC stream, but a broken one
+        const why = 'invalid' in first ? first.invalid : 'message' in first ? 'its first message is not a schema' : 'it ends before its schema message';
+        throw this.corrupt(`invalid Arrow IPC stream: ${why}`, 0);
+      }
+      const shown = head.toString('hex').replace(/(..)(?!$)/g, '$1 ');
       throw this.notArrow(`it starts with bytes ${shown}, neither the Arrow file magic "ARROW1" nor an IPC stream schema message`);
     }
     this.schema = first.message.header() as Schema;

@@ -7,17 +7,6 @@ import { flag, parseCommandArgs, requiredPositional } from './args.js';
 import { bytes, count, describeSchema, EXIT_OK, throwIfInterrupted, writeJson, writeLine, type CliContext } from './context.js';
 import { codecOfMessage, decodeMessage, FRAME_PEEK, frameOf } from './ipc-frames.js';
 
-export const INSPECT_HELP = `Usage: columnar-shuffle inspect <prefix> [--json]
-
-Describes the shuffle output PREFIX.data / .index / .checksum.CRC32C: schema,
-codec, and bytes, record batches and rows of every partition. Every
-partition's checksum is verified on the way.
-
-Options:
-      --json      print one JSON object on stdout
-  -h, --help      show this help
-`;
-
 const OPTIONS = {
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },

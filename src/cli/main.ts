@@ -11,48 +11,18 @@ import {
   type CliContext,
   type CliIO,
 } from './context.js';
-import { DEMO_HELP, demoCommand } from './demo-command.js';
-import { INSPECT_HELP, inspectCommand } from './inspect-command.js';
-import { READ_HELP, readCommand } from './read-command.js';
-import { WRITE_HELP, writeCommand } from './write-command.js';
+import { DEMO_HELP, INSPECT_HELP, READ_HELP, USAGE, WRITE_HELP } from './help.js';
 
-export const USAGE = `Usage: columnar-shuffle <command> [options]
+export { USAGE } from './help.js';
 
-A Gluten-style columnar shuffle for Apache Arrow data: split a map task's
-Arrow input into partitions (one data file, an index and CRC32C checksums).
+type CommandRun = (args: string[], ctx: CliContext) => Promise<number>;
 
-Commands:
-  write <input> --partitions N --output PREFIX [--key COL,...]
-                   shuffle an Arrow IPC file or stream into PREFIX.data,
-                   PREFIX.index and PREFIX.checksum.CRC32C
-  read <prefix> --partition P [--output FILE]
-                   one partition as an uncompressed Arrow IPC stream
-  inspect <prefix> [--json]
-                   schema, codec, and bytes, batches and rows per partition
-  demo [--rows N] [--partitions N] [--dir DIR]
-                   generate, shuffle, read back and verify demo data
-  help [command]   show help for a command
-
-Options:
-  -h, --help       show this help; 'columnar-shuffle <command> --help' shows
-                   a command's options
-  -V, --version    print the version
-
-Errors are one line on stderr, 'columnar-shuffle: error CS_<CODE>: <message>',
-with a stable code. Exit status: 0 success, 1 the operation failed,
-2 the command line is wrong (CS_INVALID_ARGUMENT), 130 interrupted.
-`;
-
-interface Command {
-  run(args: string[], ctx: CliContext): Promise<number>;
-  help: string;
-}
-
-const COMMANDS: Record<string, Command> = {
-  write: { run: writeCommand, help: WRITE_HELP },
-  read: { run: readCommand, help: READ_HELP },
-  inspect: { run: inspectCommand, help: INSPECT_HELP },
-  demo: { run: demoCommand, help: DEMO_HELP },
+/** Commands are loaded on use: --help and --version need neither Arrow nor the codecs. */
+const COMMANDS: Record<string, { help: string; load: () => Promise<CommandRun> }> = {
+  write: { help: WRITE_HELP, load: async () => (await import('./write-command.js')).writeCommand },
+  read: { help: READ_HELP, load: async () => (await import('./read-command.js')).readCommand },
+  inspect: { help: INSPECT_HELP, load: async () => (await import('./inspect-command.js')).inspectCommand },
+  demo: { help: DEMO_HELP, load: async () => (await import('./demo-command.js')).demoCommand },
 };
 
 export interface MainOptions extends Partial<CliIO> {
@@ -101,7 +71,8 @@ async function dispatch(argv: string[], ctx: CliContext): Promise<number> {
     ctx.stdout.write(command.help);
     return EXIT_OK;
   }
-  return await command.run(args, ctx);
+  const run = await command.load();
+  return await run(args, ctx);
 }
 
 function help(ctx: CliContext, topic: string | undefined): number {

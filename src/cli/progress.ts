@@ -10,8 +10,8 @@ import { isTTY } from './context.js';
  * redraws at most every 100 ms, and `done()` erases the line.
  */
 export interface Progress {
-  /** fraction in [0, 1], or null when the total is unknown */
-  update(fraction: number | null, detail: string): void;
+  /** fraction in [0, 1], or null when the total is unknown; `force` redraws now (a new phase) */
+  update(fraction: number | null, detail: string, force?: boolean): void;
   /** Erases the bar; safe to call more than once. */
   done(): void;
 }
@@ -25,11 +25,11 @@ export function createProgress(stream: Writable, label: string, now: () => numbe
   let lastDraw = -Infinity;
   let drawn = false;
   return {
-    update(fraction, detail) {
+    update(fraction, detail, force = false) {
       const t = now();
-      if (t - lastDraw < REDRAW_MS) return;
+      if (!force && t - lastDraw < REDRAW_MS) return;
       lastDraw = t;
-      const columns = (stream as Writable & { columns?: number }).columns ?? 80;
+      const columns = (stream as Writable & { columns?: number }).columns || 80; // 0 when the size is unknown
       stream.write(`\r${render(label, fraction, detail).slice(0, Math.max(0, columns - 1))}\x1b[K`);
       drawn = true;
     },

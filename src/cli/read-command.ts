@@ -10,20 +10,6 @@ import { integerOption, parseCommandArgs, requiredOption, requiredPositional, st
 import { bytes, count, EXIT_OK, plural, isTTY, throwIfInterrupted, writeLine, type CliContext } from './context.js';
 import { frameOf } from './ipc-frames.js';
 
-export const READ_HELP = `Usage: columnar-shuffle read <prefix> --partition P [--output FILE]
-
-Writes partition P of the shuffle output PREFIX.data / .index / .checksum.CRC32C
-as an uncompressed Arrow IPC stream, to FILE or to stdout. The partition's
-checksum is verified first. An empty partition gives a stream with the schema
-and no batches.
-
-Options:
-  -P, --partition P   the partition to read, 0 <= P < partitions (required)
-  -o, --output FILE   write the stream to FILE (default: stdout, which must
-                      not be a terminal)
-  -h, --help          show this help
-`;
-
 const OPTIONS = {
   partition: { type: 'string', short: 'P' },
   output: { type: 'string', short: 'o' },

@@ -15,24 +15,6 @@ import { bytes, count, EXIT_OK, plural, rate, roundMs, seconds, throwIfInterrupt
 import { openArrowInput, type InputFormat } from './input.js';
 import { createProgress } from './progress.js';
 
-export const WRITE_HELP = `Usage: columnar-shuffle write <input> --partitions N --output PREFIX [options]
-
-Shuffles an Arrow IPC file (.arrow, .feather) or stream (.arrows) into
-PREFIX.data, PREFIX.index and PREFIX.checksum.CRC32C. The input format is told
-from the file's bytes, not its name; compressed (LZ4, ZSTD) inputs are fine.
-
-Options:
-  -p, --partitions N       number of output partitions, >= 1 (required)
-  -o, --output PREFIX      output path prefix, in an existing directory (required)
-  -k, --key COL[,COL...]   key columns of hash partitioning (Spark's Murmur3)
-      --partitioning KIND  hash | round-robin | single
-                           (default: hash with --key; otherwise required)
-  -c, --codec CODEC        body compression: lz4 | zstd | none (default: lz4)
-      --map-id N           map task id, seeds round-robin's start (default: 0)
-      --json               print one JSON object with the result on stdout
-  -h, --help               show this help
-`;
-
 const OPTIONS = {
   partitions: { type: 'string', short: 'p' },
   output: { type: 'string', short: 'o' },
@@ -105,7 +87,7 @@ export async function writeCommand(args: string[], ctx: CliContext): Promise<num
         progress.update(fraction, `${count(rows)} rows, ${count(batches)} batches`);
       }
       throwIfInterrupted(ctx.signal);
-      progress.update(null, `${count(rows)} rows: writing ${options.numPartitions} partitions`);
+      progress.update(null, `${count(rows)} rows: writing ${count(options.numPartitions)} partitions`, true);
       result = await writer.finish();
     } catch (error) {
       await writer.abort();
