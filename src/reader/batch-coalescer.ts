@@ -43,11 +43,13 @@ export class BatchCoalescer {
 
   private append(batch: RecordBatch): void {
     const rows = batch.numRows;
-    if (this.capacity === 0) {
-      this.capacity = this.targetRows;
-      this.columns.forEach((column) => column.resize(this.capacity, 0, 1024));
+    if (this.filled + rows > this.capacity) {
+      // grow by doubling up to the target, so a huge target does not allocate up front
+      const capacity = Math.min(this.targetRows, Math.max(this.capacity * 2, this.filled + rows, 1024));
+      this.columns.forEach((column) => column.resize(capacity, this.filled, Math.max(1024, column.dataLength * 2)));
+      this.capacity = capacity;
     }
-    if (this.identity.length < rows) this.identity = Uint32Array.from({ length: this.targetRows }, (_, i) => i);
+    if (this.identity.length < rows) this.identity = Uint32Array.from({ length: Math.max(rows, 1024) }, (_, i) => i);
     this.columns.forEach((column, c) => {
       const src = prepareSourceColumn(batch.data.children[c]!, column.layout);
       splitColumn(src, this.identity, 0, rows, column, this.filled, this.capacity);

@@ -105,10 +105,23 @@ export class ShuffleReader {
     return this.offsets[p + 1]! - this.offsets[p]!;
   }
 
-  /** The schema, read from the first non-empty partition; null when every partition is empty. */
+  /**
+   * The schema, decoded from the first message of the first non-empty partition
+   * (only those bytes are read; no checksum is involved); null when every
+   * partition is empty.
+   */
   async schema(): Promise<Schema | null> {
     for (let p = 0; p < this.numPartitions; p++) {
-      if (this.partitionLength(p) > 0) return readIpcSchema(await this.partitionBytes(p), this.location(p));
+      const length = this.partitionLength(p);
+      if (length === 0) continue;
+      const start = this.offsets[p]!;
+      const head = await this.sources.data.read(start, Math.min(8, length));
+      const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
+      const continued = head.byteLength >= 8 && view.getInt32(0, true) === -1;
+      const metadataSize = head.byteLength >= 4 ? view.getInt32(continued ? 4 : 0, true) : 0;
+      const prefix = continued ? 8 : 4;
+      const wanted = metadataSize > 0 ? Math.min(length, prefix + metadataSize) : head.byteLength;
+      return readIpcSchema(await this.sources.data.read(start, wanted), this.location(p));
     }
     return null;
   }

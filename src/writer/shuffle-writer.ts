@@ -1,5 +1,4 @@
 import { Schema, type RecordBatch } from 'apache-arrow';
-import { compareSchemas } from 'apache-arrow/visitor/typecomparator';
 import { ShuffleError } from '../errors.js';
 import { codecByName, type Codec, type CodecName } from '../format/codec.js';
 import { CompressionAdvisor } from '../format/compression-advisor.js';
@@ -10,6 +9,7 @@ import { ColumnBuffer } from './column-buffer.js';
 import { columnLayoutOf, fixedBytesPerRow, type ColumnLayout } from './column-layout.js';
 import { createPartitioner, columnIndex, type Partitioner, type Partitioning } from './partitioner.js';
 import { PartitionRows } from './partition-rows.js';
+import { sameSchema } from './same-schema.js';
 import { prepareSourceColumn, type SourceColumn } from './source-column.js';
 import { splitColumn } from './split-column.js';
 
@@ -104,6 +104,8 @@ export class ShuffleWriter {
   private inFlight: { done: Promise<unknown>; bytes: number }[] = [];
   private inFlightBytes = 0;
   private totalRows = 0;
+  /** rows per partition buffer computed for the last chunk (Gluten's preAllocRowCnt) */
+  private preferredRows = 0;
   private totalBatches = 0;
   /** per output column: binary bytes seen so far, for the running average in bytesPerRow */
   private binaryBytesSeen: number[] = [];
@@ -151,14 +153,13 @@ export class ShuffleWriter {
       if (this.inputSchema === null) this.bindSchema(batch.schema);
       else if (batch.schema !== this.lastCheckedSchema) {
         // comparing schemas is slow; producers usually hand over the same Schema object every time
-        if (!compareSchemas(this.inputSchema, batch.schema)) {
+        if (!sameSchema(this.inputSchema, batch.schema)) {
           throw new ShuffleError('CS_SCHEMA_MISMATCH', `batch ${this.totalBatches} has schema ${describe(batch.schema)}, expected ${describe(this.inputSchema)}`);
         }
         this.lastCheckedSchema = batch.schema;
       }
-      if (batch.numRows > 0) this.splitBatch(batch, this.totalRows);
+      if (batch.numRows > 0) this.splitBatch(batch);
       this.totalBatches++;
-      this.totalRows += batch.numRows;
       while (this.inFlightBytes > MAX_IN_FLIGHT_BYTES) await this.settleOldest();
     } catch (error) {
       if (error instanceof ShuffleError && error.code !== 'CS_IO') throw error; // the batch was refused before any state changed
@@ -239,16 +240,33 @@ export class ShuffleWriter {
     this.outputSchema = pidColumn < 0 ? schema : new Schema(this.outputColumns.map((i) => schema.fields[i]!), schema.metadata);
   }
 
-  private splitBatch(batch: RecordBatch, firstRow: number): void {
+  /**
+   * Computes every row's partition first (so a bad partition id refuses the
+   * whole batch before anything changes), then splits the batch in chunks of at
+   * most preferredRows x numPartitions rows: a huge batch would otherwise force
+   * every partition buffer to grow to its share of it (Gluten #5534).
+   */
+  private splitBatch(batch: RecordBatch): void {
     const numRows = batch.numRows;
     if (this.partitionIds.length < numRows) this.partitionIds = new Uint32Array(Math.max(numRows, this.partitionIds.length * 2));
-    this.partitioner!.computePartitionIds(batch, this.partitionIds, firstRow);
+    this.partitioner!.computePartitionIds(batch, this.partitionIds, this.totalRows);
+    const chunkRows = Math.max(1, this.preferredRows || this.estimateRows(batch)) * this.options.numPartitions;
+    for (let start = 0; start < numRows; start += chunkRows) {
+      const end = Math.min(numRows, start + chunkRows);
+      const chunk = start === 0 && end === numRows ? batch : batch.slice(start, end);
+      this.splitChunk(chunk, this.partitionIds.subarray(start, end));
+      this.totalRows += end - start;
+    }
+  }
+
+  private splitChunk(batch: RecordBatch, partitionIds: Uint32Array): void {
+    const numRows = batch.numRows;
     const rows = this.rows;
-    rows.build(this.partitionIds, numRows);
+    rows.build(partitionIds, numRows);
 
     const sources = this.outputColumns.map((i, c) => prepareSourceColumn(batch.data.children[i]!, this.layouts[c]!));
-    const preferred = this.preferredCapacity(sources, numRows);
-    this.prepareBuffers(preferred, sources);
+    this.preferredRows = this.preferredCapacity(sources, numRows);
+    this.prepareBuffers(this.preferredRows, sources);
 
     const rowIds = rows.rowOffset2RowId;
     const offsets = rows.partition2RowOffset;
@@ -269,18 +287,32 @@ export class ShuffleWriter {
     }
   }
 
-  /** Rows per partition buffer for this batch (buffer-sizing.ts), with the running average of binary bytes. */
+  /** Rows per partition buffer for this chunk (buffer-sizing.ts), updating the running average of binary bytes. */
   private preferredCapacity(sources: SourceColumn[], numRows: number): number {
     let bytesPerRow = 0;
     const rowsSeen = this.totalRows + numRows;
     sources.forEach((src, c) => {
       bytesPerRow += fixedBytesPerRow(src.layout);
       if (src.layout.kind === 'binary') {
-        const stride = src.offsetStride;
-        this.binaryBytesSeen[c]! += src.offsets![numRows * stride]! - src.offsets![0]!;
+        this.binaryBytesSeen[c]! += binaryBytes(src, numRows);
         bytesPerRow += this.binaryBytesSeen[c]! / rowsSeen;
       }
     });
+    return this.rowsFor(bytesPerRow);
+  }
+
+  /** The same estimate from one batch alone, before anything has been split. */
+  private estimateRows(batch: RecordBatch): number {
+    let bytesPerRow = 0;
+    this.outputColumns.forEach((i, c) => {
+      const src = prepareSourceColumn(batch.data.children[i]!, this.layouts[c]!);
+      bytesPerRow += fixedBytesPerRow(src.layout);
+      if (src.layout.kind === 'binary') bytesPerRow += binaryBytes(src, batch.numRows) / batch.numRows;
+    });
+    return this.rowsFor(bytesPerRow);
+  }
+
+  private rowsFor(bytesPerRow: number): number {
     return partitionBufferRows({
       memLimit: this.options.memLimit,
       memLimitFloor: this.options.memLimitFloor,
@@ -340,6 +372,11 @@ export class ShuffleWriter {
     await oldest.done;
     this.inFlightBytes -= oldest.bytes;
   }
+}
+
+/** Value bytes of a binary column's first `rows` rows. */
+function binaryBytes(src: SourceColumn, rows: number): number {
+  return src.offsets![rows * src.offsetStride]! - src.offsets![0]!;
 }
 
 function validateOptions(options: ShuffleWriterOptions): void {
