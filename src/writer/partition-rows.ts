@@ -23,6 +23,8 @@ export class PartitionRows {
   /** the partitions that received rows in the last batch, ascending */
   usedPartitions: Uint32Array;
   usedCount = 0;
+  /** the most rows any one partition received in the last batch */
+  maxRowCount = 0;
   private readonly cursor: Uint32Array;
 
   constructor(numPartitions: number) {
@@ -50,8 +52,10 @@ export class PartitionRows {
 
     let used = 0;
     let sum = 0;
+    let max = 0;
     for (let p = 0; p < n; p++) {
       const count = cursor[p]!;
+      if (count > max) max = count;
       offsets[p] = sum;
       cursor[p] = sum;
       if (count > 0) this.usedPartitions[used++] = p;
@@ -59,6 +63,7 @@ export class PartitionRows {
     }
     offsets[n] = sum;
     this.usedCount = used;
+    this.maxRowCount = max;
 
     for (let row = 0; row < rows; row++) rowIds[cursor[partitionIds[row]!]!++] = row;
   }

@@ -244,25 +244,33 @@ export class ShuffleWriter {
    * Computes every row's partition first (so a bad partition id refuses the
    * whole batch before anything changes), then splits the batch in chunks of at
    * most preferredRows x numPartitions rows: a huge batch would otherwise force
-   * every partition buffer to grow to its share of it (Gluten #5534).
+   * every partition buffer to grow to its share of it (Gluten #5534). A chunk
+   * that would bring one partition more than maxBatchRows rows (skew) is halved
+   * until it does not, so no output batch exceeds maxBatchRows.
    */
   private splitBatch(batch: RecordBatch): void {
     const numRows = batch.numRows;
     if (this.partitionIds.length < numRows) this.partitionIds = new Uint32Array(Math.max(numRows, this.partitionIds.length * 2));
     this.partitioner!.computePartitionIds(batch, this.partitionIds, this.totalRows);
-    const chunkRows = Math.max(1, this.preferredRows || this.estimateRows(batch)) * this.options.numPartitions;
-    for (let start = 0; start < numRows; start += chunkRows) {
-      const end = Math.min(numRows, start + chunkRows);
-      const chunk = start === 0 && end === numRows ? batch : batch.slice(start, end);
-      this.splitChunk(chunk, this.partitionIds.subarray(start, end));
+    const { maxBatchRows, numPartitions } = this.options;
+    const chunkRows = Math.max(1, this.preferredRows || this.estimateRows(batch)) * numPartitions;
+    for (let start = 0; start < numRows; ) {
+      let end = Math.min(numRows, start + chunkRows);
+      for (;;) {
+        this.rows.build(this.partitionIds.subarray(start, end), end - start);
+        if (this.rows.maxRowCount <= maxBatchRows) break;
+        end = start + Math.max(maxBatchRows, (end - start) >>> 1);
+      }
+      this.splitChunk(start === 0 && end === numRows ? batch : batch.slice(start, end));
       this.totalRows += end - start;
+      start = end;
     }
   }
 
-  private splitChunk(batch: RecordBatch, partitionIds: Uint32Array): void {
+  /** Splits rows grouped by `this.rows` (already built for this chunk) into the partition buffers. */
+  private splitChunk(batch: RecordBatch): void {
     const numRows = batch.numRows;
     const rows = this.rows;
-    rows.build(partitionIds, numRows);
 
     const sources = this.outputColumns.map((i, c) => prepareSourceColumn(batch.data.children[i]!, this.layouts[c]!));
     this.preferredRows = this.preferredCapacity(sources, numRows);
