@@ -222,6 +222,79 @@ interface BodyBuffer {
   prefix?: bigint;
 }
 
+/** xxHash32, written from the xxHash spec (for the LZ4 frame header checksum). */
+function xxh32(data: Uint8Array, seed = 0): number {
+  const P1 = 0x9e3779b1, P2 = 0x85ebca77, P3 = 0xc2b2ae3d, P4 = 0x27d4eb2f, P5 = 0x165667b1;
+  const rotl = (x: number, r: number) => (x << r) | (x >>> (32 - r));
+  const u32 = (at: number) => (data[at]! | (data[at + 1]! << 8) | (data[at + 2]! << 16) | (data[at + 3]! << 24)) >>> 0;
+  const round = (acc: number, lane: number) => Math.imul(rotl((acc + Math.imul(lane, P2)) | 0, 13), P1);
+  let i = 0;
+  let h: number;
+  if (data.byteLength >= 16) {
+    let v1 = (seed + P1 + P2) | 0, v2 = (seed + P2) | 0, v3 = seed | 0, v4 = (seed - P1) | 0;
+    for (; i + 16 <= data.byteLength; i += 16) {
+      v1 = round(v1, u32(i));
+      v2 = round(v2, u32(i + 4));
+      v3 = round(v3, u32(i + 8));
+      v4 = round(v4, u32(i + 12));
+    }
+    h = (rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18)) | 0;
+  } else {
+    h = (seed + P5) | 0;
+  }
+  h = (h + data.byteLength) | 0;
+  for (; i + 4 <= data.byteLength; i += 4) h = Math.imul(rotl((h + Math.imul(u32(i), P3)) | 0, 17), P4);
+  for (; i < data.byteLength; i++) h = Math.imul(rotl((h + Math.imul(data[i]!, P5)) | 0, 11), P1);
+  h = Math.imul(h ^ (h >>> 15), P2);
+  h = Math.imul(h ^ (h >>> 13), P3);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+interface Lz4FrameInfo {
+  blockMaxBytes: number;
+  blocks: { bytes: number; stored: boolean }[];
+}
+
+/**
+ * Walks an LZ4 frame by the LZ4 frame format spec: magic, FLG (version 01, reserved bit 0),
+ * BD (reserved bits 0, block max size code 4..7), header checksum = second byte of
+ * xxh32(descriptor), blocks (uint32 LE size, high bit = stored uncompressed, each within the
+ * block max size), end mark, optional content checksum; nothing after it.
+ */
+function checkLz4Frame(frame: Uint8Array, what: string): Lz4FrameInfo {
+  const view = viewOf(frame);
+  expect(Array.from(frame.subarray(0, 4)), `${what}: LZ4 frame magic`).toEqual(LZ4_MAGIC);
+  const flg = frame[4]!;
+  const bd = frame[5]!;
+  expect(flg >>> 6, `${what}: FLG version`).toBe(1);
+  expect(flg & 0x02, `${what}: FLG reserved bit`).toBe(0);
+  expect(bd & 0x8f, `${what}: BD reserved bits`).toBe(0);
+  const code = (bd >>> 4) & 7;
+  expect(code, `${what}: BD block max size code`).toBeGreaterThanOrEqual(4);
+  const blockMaxBytes = 1 << (8 + 2 * code);
+  const blockChecksum = (flg & 0x10) !== 0;
+  const contentSize = (flg & 0x08) !== 0;
+  const contentChecksum = (flg & 0x04) !== 0;
+  const dictId = (flg & 0x01) !== 0;
+  const descriptorEnd = 6 + (contentSize ? 8 : 0) + (dictId ? 4 : 0);
+  expect(frame[descriptorEnd], `${what}: header checksum`).toBe((xxh32(frame.subarray(4, descriptorEnd)) >>> 8) & 0xff);
+  const blocks: Lz4FrameInfo['blocks'] = [];
+  let at = descriptorEnd + 1;
+  for (;;) {
+    expect(at + 4, `${what}: block header inside the frame`).toBeLessThanOrEqual(frame.byteLength);
+    const word = view.getUint32(at, true);
+    at += 4;
+    if (word === 0) break; // end mark
+    const bytes = word & 0x7fffffff;
+    expect(bytes, `${what}: block ${blocks.length} within the block max size`).toBeLessThanOrEqual(blockMaxBytes);
+    blocks.push({ bytes, stored: word >>> 31 === 1 });
+    at += bytes + (blockChecksum ? 4 : 0);
+  }
+  if (contentChecksum) at += 4;
+  expect(at, `${what}: the frame ends exactly at the end of its buffer region`).toBe(frame.byteLength);
+  return { blockMaxBytes, blocks };
+}
+
 /** Decodes every body buffer of a record-batch message by hand, checking the compressed-buffer layout. */
 async function bodyBuffers(parsed: ParsedMessage, codec: CodecName, what: string): Promise<BodyBuffer[]> {
   const header = parsed.message.header() as RecordBatchHeader;
@@ -245,6 +318,7 @@ async function bodyBuffers(parsed: ParsedMessage, codec: CodecName, what: string
       continue;
     }
     expect(Array.from(payload.subarray(0, 4)), `${what} buffer ${i}: frame magic`).toEqual(codec === 'lz4' ? LZ4_MAGIC : ZSTD_MAGIC);
+    if (codec === 'lz4') checkLz4Frame(payload, `${what} buffer ${i}`);
     const decompressed = codec === 'lz4' ? await decompressFrame(payload) : zstd.decompress(payload);
     expect(prefix, `${what} buffer ${i}: the prefix is the UNCOMPRESSED length`).toBe(BigInt(decompressed.byteLength));
     out.push({ kind: 'compressed', bytes: new Uint8Array(decompressed), prefix });
@@ -499,7 +573,7 @@ describe.each(['lz4', 'zstd', 'none'] as const)('data file, codec %s', (codec) =
 describe.each(['none', 'lz4'] as const)('a data file larger than the writer\'s 1 MiB / 512-chunk write batches (codec %s)', (codec) => {
   it('is still framed, indexed and checksummed correctly, and every row decodes by hand', async () => {
     const input = makeInput(60_000, 17);
-    const output = await writeOutput(input, { codec, maxBatchRows: 100 }, 20_000);
+    const output = await writeOutput(input, { codec, maxBatchRows: 100 }, 240);
     if (codec === 'none') expect(output.data.byteLength).toBeGreaterThan(1 << 20);
     const index = viewOf(output.index);
     const checksums = viewOf(output.checksum);
@@ -517,6 +591,50 @@ describe.each(['none', 'lz4'] as const)('a data file larger than the writer\'s 1
         for (const key of ['seq', 'rnd', 'name', 'flag'] as const) (got[key] as unknown[]).push(...decoded[key]);
       }
       expect(got, `partition ${p}`).toEqual(expectedRows(input, p));
+    }
+  });
+});
+
+describe('LZ4 frames (codec lz4)', () => {
+  it('the xxh32 used to check frame headers matches the reference test vectors', () => {
+    const ascii = (text: string) => new TextEncoder().encode(text);
+    expect(xxh32(ascii(''))).toBe(0x02cc5d05);
+    expect(xxh32(ascii('a'))).toBe(0x550d7456);
+    expect(xxh32(ascii('abc'))).toBe(0x32d153ff);
+    expect(xxh32(ascii('Nobody inspects the spammish repetition'))).toBe(0xe2293b2f);
+  });
+
+  it('a buffer above 4 MiB is one frame of several blocks, each within the declared block max size, and decompresses to its prefix', async () => {
+    const rows = 600_000; // seq values: 4.8 MB
+    const input = makeInput(rows, 29);
+    input.pid.fill(0);
+    const output = await writeOutput(input, { codec: 'lz4', maxBatchRows: rows }, rows);
+    const [m, ...more] = recordBatches(parseStream(partitionBytes(output, 0), 'partition 0'));
+    expect(more).toEqual([]);
+    const header = headerOf(m!);
+    const region = header.buffers[BUF.seqValues]!;
+    const prefix = new DataView(m!.body.buffer, m!.body.byteOffset + region.offset, 8).getBigInt64(0, true);
+    expect(prefix).toBe(BigInt(8 * rows));
+    const frame = m!.body.subarray(region.offset + 8, region.offset + region.length);
+    const info = checkLz4Frame(frame, 'seq values');
+    expect(info.blockMaxBytes).toBe(4 << 20);
+    expect(info.blocks.length).toBe(2);
+    const values = new Uint8Array(await decompressFrame(frame));
+    expect(values.byteLength).toBe(8 * rows);
+    const expected = new Uint8Array(BigInt64Array.from(input.seq).buffer);
+    expect(Buffer.compare(values, expected)).toBe(0);
+  });
+});
+
+describe('record-batch size', () => {
+  // maxBatchRows bounds every record batch, also when one input batch brings a partition more rows.
+  it('no record-batch message holds more than maxBatchRows rows, even for a large input batch', async () => {
+    const input = makeInput(9_000, 23);
+    const output = await writeOutput(input, { codec: 'none', maxBatchRows: 1_000 }, 9_000);
+    for (const p of USED_PARTITIONS) {
+      for (const m of recordBatches(parseStream(partitionBytes(output, p), `partition ${p}`))) {
+        expect(Number(headerOf(m).length), `partition ${p} message at ${m.start}`).toBeLessThanOrEqual(1_000);
+      }
     }
   });
 });
@@ -679,6 +797,17 @@ describe('atomic commit', () => {
     const writer = await ShuffleWriter.create(baseOptions(dir));
     expect((await rejection(writer.finish())).code).toBe('CS_INVALID_ARGUMENT');
     expect(await listing(dir)).toEqual([]);
+  });
+
+  it('a commit that fails at the last rename (the index name is taken by a directory) leaves none of its files', async () => {
+    const dir = await freshDir();
+    await mkdir(join(dir, 'out.index'));
+    const writer = await ShuffleWriter.create(baseOptions(dir));
+    await writer.write(batchOf(input, 0, 1_000));
+    const error = await rejection(writer.finish());
+    expect(error.code).toBe('CS_IO');
+    expect(await listing(dir)).toEqual(['out.index']);
+    expect(await readdir(join(dir, 'out.index'))).toEqual([]);
   });
 
   it('finishing over an existing output replaces its three files and leaves nothing else', async () => {

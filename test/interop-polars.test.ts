@@ -1,10 +1,12 @@
 /**
- * Interoperability with another Arrow implementation (polars, through nodejs-polars,
- * whose IPC code is polars-arrow, not arrow-js):
+ * Interoperability with another Arrow implementation: polars (nodejs-polars 0.25.2,
+ * whose IPC code is polars-arrow in Rust, not arrow-js).
  *  - polars reads each non-empty partition byte range of our data file, for every codec,
  *    and sees exactly the rows our own reader sees;
  *  - polars writes LZ4_FRAME and ZSTD compressed IPC streams, and our reader reads them
  *    with the values polars holds.
+ * Rows are compared as JS values, with int64 / timestamp / decimal as exact strings
+ * (polars hands int64 to JS as lossy numbers, so it casts them to strings itself).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -18,12 +20,14 @@ import {
   asBuffer,
   asBytes,
   degenerateTable,
+  firstDifference,
   loadPolars,
   MIXED_COLUMNS,
   mixedTable,
   polarsRows,
   polarsTypes,
   recordBatchCompressions,
+  rowKey,
   spliceStreams,
   type Polars,
   type Row,
@@ -39,7 +43,7 @@ let table: Table;
 let inputRows: Row[];
 
 beforeAll(async () => {
-  pl = loadPolars();
+  pl = loadPolars(); // ~0.1 s: loaded once for the whole file
   dir = await mkdtemp(join(tmpdir(), 'interop-polars-'));
   table = mixedTable(ROWS, 7);
   inputRows = arrowRows(table.batches);
@@ -55,7 +59,7 @@ async function collect(stream: AsyncIterable<RecordBatch>): Promise<RecordBatch[
   return batches;
 }
 
-/** The input as several record batches, the way an upstream operator would hand them over. */
+/** The input as several (sliced) record batches, the way an upstream operator would hand them over. */
 function inputBatches(source: Table, rowsPerBatch: number): RecordBatch[] {
   const batches: RecordBatch[] = [];
   for (let start = 0; start < source.numRows; start += rowsPerBatch) batches.push(...source.slice(start, start + rowsPerBatch).batches);
@@ -74,8 +78,46 @@ async function shuffle(name: string, codec: CodecName, batches: readonly RecordB
   return writer.finish();
 }
 
-function sortedRows(rows: readonly Row[]): string[] {
-  return rows.map((row) => JSON.stringify(row)).sort();
+/** Row lists are equal, in order; on a difference, the first differing row is shown. */
+function expectSameRows(actual: readonly Row[], expected: readonly Row[], what: string): void {
+  const at = firstDifference(actual, expected);
+  if (at >= 0) expect(actual[at], `${what}: row ${at} (of ${actual.length} vs ${expected.length})`).toEqual(expected[at]);
+  expect(actual.length, what).toBe(expected.length);
+}
+
+/** The same rows in any order. */
+function expectSameRowSet(actual: readonly Row[], expected: readonly Row[], what: string): void {
+  const a = actual.map(rowKey).sort();
+  const e = expected.map(rowKey).sort();
+  const at = a.findIndex((key, i) => key !== e[i]);
+  if (at >= 0) expect(a[at], `${what}: sorted row ${at}`).toBe(e[at]);
+  expect(a.length, what).toBe(e.length);
+}
+
+interface PartitionView {
+  p: number;
+  ours: Row[];
+  theirs: Row[];
+  columns: string[];
+  types: string[];
+}
+
+/** Every non-empty partition of an output, read by our reader and by polars on the same bytes. */
+async function readBothWays(name: string): Promise<PartitionView[]> {
+  const reader = await ShuffleReader.open(join(dir, name));
+  try {
+    const views: PartitionView[] = [];
+    for (let p = 0; p < reader.numPartitions; p++) {
+      const bytes = await reader.partitionBytes(p);
+      if (bytes.byteLength === 0) continue;
+      const ours = arrowRows(await collect(readIpcStream(bytes)));
+      const df = pl.readIPCStream(asBuffer(bytes)); // exactly the partition's byte range
+      views.push({ p, ours, theirs: polarsRows(pl, df), columns: df.columns, types: polarsTypes(df) });
+    }
+    return views;
+  } finally {
+    await reader.close();
+  }
 }
 
 const EXPECTED_POLARS_TYPES = [
@@ -92,73 +134,52 @@ const EXPECTED_POLARS_TYPES = [
 
 describe.each(['lz4', 'zstd', 'none'] as const)('polars reads our partitions (codec %s)', (codec) => {
   let result: ShuffleWriteResult;
-  let reader: ShuffleReader;
+  let views: PartitionView[];
 
   beforeAll(async () => {
     result = await shuffle(`out-${codec}`, codec, inputBatches(table, INPUT_BATCH_ROWS), { kind: 'hash', keys: ['i64'] });
-    reader = await ShuffleReader.open(join(dir, `out-${codec}`));
-  });
-
-  afterAll(async () => {
-    await reader?.close();
+    views = await readBothWays(`out-${codec}`);
   });
 
   it('the output has several non-empty partitions, most of them with several record batches', () => {
-    const nonEmpty = result.partitionLengths.filter((length) => length > 0).length;
-    expect(nonEmpty).toBeGreaterThanOrEqual(3);
+    expect(views.length).toBe(result.partitionLengths.filter((length) => length > 0).length);
+    expect(views.length).toBeGreaterThanOrEqual(3);
     expect(result.partitionBatches.filter((n) => n > 1).length).toBeGreaterThanOrEqual(3);
     expect(result.partitionRows.reduce((a, b) => a + b, 0)).toBe(ROWS);
   });
 
-  it('polars readIPCStream on exactly each non-empty partition byte range returns the rows our reader returns, in order', async () => {
-    let checked = 0;
-    for (let p = 0; p < NUM_PARTITIONS; p++) {
-      const bytes = await reader.partitionBytes(p);
-      if (bytes.byteLength === 0) continue;
-      const ours = arrowRows(await collect(readIpcStream(bytes)));
-      const df = pl.readIPCStream(asBuffer(bytes));
-      expect(df.columns, `partition ${p} columns`).toEqual([...MIXED_COLUMNS]);
-      expect(polarsTypes(df), `partition ${p} types`).toEqual(EXPECTED_POLARS_TYPES);
-      expect(df.height, `partition ${p} rows`).toBe(result.partitionRows[p]);
-      expect(polarsRows(pl, df), `partition ${p} values`).toEqual(ours);
-      checked++;
+  it('polars sees every column with its type: int64, float64, utf8 and large utf8 (String), bool, int32, date, timestamp[us], decimal(30, 2)', () => {
+    for (const view of views) {
+      expect(view.columns, `partition ${view.p}`).toEqual([...MIXED_COLUMNS]);
+      expect(view.types, `partition ${view.p}`).toEqual(EXPECTED_POLARS_TYPES);
     }
-    expect(checked).toBe(result.partitionLengths.filter((length) => length > 0).length);
   });
 
-  it('the partitions, as polars reads them, hold exactly the input rows', async () => {
-    const all: Row[] = [];
-    for (let p = 0; p < NUM_PARTITIONS; p++) {
-      const bytes = await reader.partitionBytes(p);
-      if (bytes.byteLength > 0) all.push(...polarsRows(pl, pl.readIPCStream(asBuffer(bytes))));
+  it('polars readIPCStream on exactly each non-empty partition byte range returns the rows our reader returns, in order', () => {
+    for (const view of views) {
+      expect(view.theirs.length, `partition ${view.p}`).toBe(result.partitionRows[view.p]);
+      expectSameRows(view.theirs, view.ours, `partition ${view.p}`);
     }
-    expect(sortedRows(all)).toEqual(sortedRows(inputRows));
+  });
+
+  it('the partitions, as polars reads them, hold exactly the input rows (nulls included)', () => {
+    expectSameRowSet(views.flatMap((view) => view.theirs), inputRows, 'all partitions');
+    expect(inputRows.some((row) => row.includes(null))).toBe(true);
   });
 });
 
 describe.each(['lz4', 'zstd', 'none'] as const)('polars reads degenerate buffers in our partitions (codec %s)', (codec) => {
-  it('null-only and empty-string-only columns, all-null Int32 / Bool and a Null column read back the same', async () => {
-    const degenerate = degenerateTable(300);
-    const result = await shuffle(`degenerate-${codec}`, codec, degenerate.batches, { kind: 'hash', keys: ['k'] });
-    const reader = await ShuffleReader.open(join(dir, `degenerate-${codec}`));
-    try {
-      let rows = 0;
-      for (let p = 0; p < NUM_PARTITIONS; p++) {
-        const bytes = await reader.partitionBytes(p);
-        if (bytes.byteLength === 0) continue;
-        const ours = arrowRows(await collect(readIpcStream(bytes)));
-        const df = pl.readIPCStream(asBuffer(bytes));
-        expect(polarsTypes(df)).toEqual(['DataType(Int32)', 'DataType(String)', 'DataType(String)', 'DataType(Int32)', 'DataType(Bool)', 'DataType(Null)']);
-        const theirs = polarsRows(pl, df);
-        expect(theirs, `partition ${p}`).toEqual(ours);
-        expect(theirs.every((row) => row[1] === null && row[2] === '' && row[3] === null && row[4] === null && row[5] === null)).toBe(true);
-        rows += theirs.length;
-      }
-      expect(rows).toBe(300);
-      expect(result.partitionRows.reduce((a, b) => a + b, 0)).toBe(300);
-    } finally {
-      await reader.close();
+  it('null-only and empty-string-only Utf8, all-null Int32 / Bool and a Null column read back the same', async () => {
+    const result = await shuffle(`degenerate-${codec}`, codec, degenerateTable(300).batches, { kind: 'hash', keys: ['k'] });
+    const views = await readBothWays(`degenerate-${codec}`);
+    expect(views.length).toBeGreaterThanOrEqual(3);
+    for (const view of views) {
+      expect(view.types).toEqual(['DataType(Int32)', 'DataType(String)', 'DataType(String)', 'DataType(Int32)', 'DataType(Bool)', 'DataType(Null)']);
+      expectSameRows(view.theirs, view.ours, `partition ${view.p}`);
+      expect(view.theirs.every((row) => row[1] === null && row[2] === '' && row[3] === null && row[4] === null && row[5] === null)).toBe(true);
     }
+    expect(views.reduce((n, view) => n + view.theirs.length, 0)).toBe(300);
+    expect(result.rows).toBe(300);
   });
 });
 
@@ -166,11 +187,12 @@ describe.each([
   ['lz4', CompressionType.LZ4_FRAME],
   ['zstd', CompressionType.ZSTD],
 ] as const)('our reader reads IPC streams polars writes (compression %s)', (compression, arrowType) => {
+  /** A polars DataFrame of these batches (handed over as an uncompressed arrow-js stream). */
   function polarsFrame(batches: readonly RecordBatch[]) {
     return pl.readIPCStream(asBuffer(tableToIPC(new Table(batches as RecordBatch[]), 'stream')));
   }
 
-  it('a single-chunk DataFrame: every record batch is compressed with the codec and every value matches', async () => {
+  it('a whole DataFrame: its record batch is compressed with the codec and every value matches', async () => {
     const df = polarsFrame(table.batches);
     const stream = asBytes(df.writeIPCStream({ compression }));
     const compressions = recordBatchCompressions(stream);
@@ -178,40 +200,29 @@ describe.each([
     expect(compressions.every((c) => c === arrowType)).toBe(true);
 
     const ours = arrowRows(await collect(readIpcStream(stream)));
-    expect(ours).toEqual(polarsRows(pl, df));
-    expect(ours).toEqual(inputRows);
+    expectSameRows(ours, polarsRows(pl, df), 'our reader vs polars');
+    expectSameRows(ours, inputRows, 'our reader vs the input');
   });
 
-  it('a stream of several polars-encoded record batches (one per DataFrame, spliced) is read whole, in order', async () => {
-    // polars rechunks a DataFrame before writing it: one record batch per write, so batches are taken from three writes
+  it('several polars-encoded record batches (polars writes one per DataFrame: spliced into one stream) are read whole, in order', async () => {
     const parts = [table.slice(0, 2_000), table.slice(2_000, 2_001), table.slice(2_001, ROWS)];
     const stream = spliceStreams(parts.map((part) => asBytes(polarsFrame(part.batches).writeIPCStream({ compression }))));
     expect(recordBatchCompressions(stream)).toEqual([arrowType, arrowType, arrowType]);
 
     const batches = await collect(readIpcStream(stream));
     expect(batches.map((b) => b.numRows)).toEqual([2_000, 1, ROWS - 2_001]);
-    expect(arrowRows(batches)).toEqual(inputRows);
-    expect(polarsRows(pl, pl.readIPCStream(asBuffer(stream)))).toEqual(inputRows); // and polars agrees the splice is valid
+    expectSameRows(arrowRows(batches), inputRows, 'our reader');
+    expectSameRows(polarsRows(pl, pl.readIPCStream(asBuffer(stream))), inputRows, 'polars, on the spliced stream');
   });
 
   it('full circle: polars stream → our reader → our shuffle writer → polars reads every partition', async () => {
     const stream = asBytes(polarsFrame(table.batches).writeIPCStream({ compression }));
     const batches = await collect(readIpcStream(stream)); // s arrives as LargeUtf8 (polars' String)
+    expect(String(batches[0]!.schema.fields[2]!.type)).toBe('LargeUtf8');
     const result = await shuffle(`circle-${compression}`, compression, batches, { kind: 'round-robin' });
-    const reader = await ShuffleReader.open(join(dir, `circle-${compression}`));
-    try {
-      const all: Row[] = [];
-      for (let p = 0; p < NUM_PARTITIONS; p++) {
-        const bytes = await reader.partitionBytes(p);
-        if (bytes.byteLength === 0) continue;
-        const theirs = polarsRows(pl, pl.readIPCStream(asBuffer(bytes)));
-        expect(theirs, `partition ${p}`).toEqual(arrowRows(await collect(readIpcStream(bytes))));
-        all.push(...theirs);
-      }
-      expect(result.partitionRows.reduce((a, b) => a + b, 0)).toBe(ROWS);
-      expect(sortedRows(all)).toEqual(sortedRows(inputRows));
-    } finally {
-      await reader.close();
-    }
+    const views = await readBothWays(`circle-${compression}`);
+    for (const view of views) expectSameRows(view.theirs, view.ours, `partition ${view.p}`);
+    expect(result.partitionRows.reduce((a, b) => a + b, 0)).toBe(ROWS);
+    expectSameRowSet(views.flatMap((view) => view.theirs), inputRows, 'all partitions');
   });
 });
