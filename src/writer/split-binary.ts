@@ -28,22 +28,20 @@ export function splitBinary(
   const offsets = src.offsets!;
   const stride = src.offsetStride;
   const srcData = src.bytes;
-
-  let needed = 0;
-  for (let k = start; k < end; k++) {
-    const r = rowIds[k]! * stride;
-    needed += offsets[r + stride]! - offsets[r]!;
-  }
-  dst.ensureDataCapacity(dst.dataLength + needed);
-
-  const dstData = dst.data;
   const dstOffsets = dst.values32;
+  let dstData = dst.data;
   let pos = dst.dataLength;
   let o = (dstRow + 1) * stride;
   for (let k = start; k < end; k++, o += stride) {
     const r = rowIds[k]! * stride;
     const from = offsets[r]!;
     const to = offsets[r + stride]!;
+    if (pos + to - from > dstData.byteLength) {
+      // rare: grow for this value and, at the same average size, the rest of the rows
+      dst.dataLength = pos;
+      dst.ensureDataCapacity(pos + (to - from) * (end - k));
+      dstData = dst.data;
+    }
     if (to - from <= SHORT_VALUE_BYTES) {
       for (let b = from; b < to; b++) dstData[pos++] = srcData[b]!;
     } else {
