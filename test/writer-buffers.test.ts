@@ -1,0 +1,57 @@
+import { join } from 'node:path';
+import { makeData, RecordBatch, Schema, Field, Utf8, LargeUtf8, Struct, type DataType } from 'apache-arrow';
+import { afterEach, beforeEach, expect, test } from 'vitest';
+import { ShuffleReader, ShuffleWriter } from '../src/index.js';
+import { makeTempDir, removeDir } from './support/temp-dir.js';
+
+let dir: string;
+beforeEach(async () => (dir = await makeTempDir()));
+afterEach(async () => removeDir(dir));
+
+function strings(values: string[], type: DataType = new Utf8()): RecordBatch {
+  const bytes = new TextEncoder().encode(values.join(''));
+  const large = type instanceof LargeUtf8;
+  const offsets = large ? new BigInt64Array(values.length + 1) : new Int32Array(values.length + 1);
+  let pos = 0;
+  values.forEach((v, i) => {
+    pos += new TextEncoder().encode(v).length;
+    offsets[i + 1] = (large ? BigInt(pos) : pos) as never;
+  });
+  const schema = new Schema([new Field('s', type, false)]);
+  const child = makeData({ type, length: values.length, valueOffsets: offsets as never, data: bytes } as never);
+  return new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: values.length, children: [child] }));
+}
+
+async function readAll(prefix: string): Promise<string[]> {
+  const reader = await ShuffleReader.open(prefix);
+  const out: string[] = [];
+  for await (const batch of reader.readPartitions(0, reader.numPartitions)) for (const row of batch) out.push(row!.s as string);
+  await reader.close();
+  return out;
+}
+
+test.each([new Utf8(), new LargeUtf8()])('binary buffers grow mid-batch when values get much longer than the running average (%s)', async (type) => {
+  const prefix = join(dir, 'out');
+  const writer = await ShuffleWriter.create({ numPartitions: 3, partitioning: { kind: 'round-robin' }, outputPrefix: prefix, codec: 'lz4' });
+  const short = Array.from({ length: 3000 }, (_, i) => `s${i}`);
+  const long = Array.from({ length: 300 }, (_, i) => `${i}:`.padEnd(5000 + i, String.fromCharCode(97 + (i % 26))));
+  await writer.write(strings(short, type));
+  await writer.write(strings(long, type));
+  await writer.write(strings(short.slice(0, 10), type));
+  await writer.finish();
+  const expected = [...short, ...long, ...short.slice(0, 10)];
+  expect((await readAll(prefix)).sort()).toEqual(expected.sort());
+});
+
+test('a partition buffer becomes a record batch each time it fills: 250 rows at maxBatchRows 100 give 100, 100, 50', async () => {
+  const prefix = join(dir, 'out');
+  const writer = await ShuffleWriter.create({ numPartitions: 1, partitioning: { kind: 'single' }, outputPrefix: prefix, maxBatchRows: 100 });
+  for (let i = 0; i < 25; i++) await writer.write(strings(Array.from({ length: 10 }, (_, j) => `${i}-${j}`)));
+  const result = await writer.finish();
+  expect(result.partitionBatches).toEqual([3]);
+  const reader = await ShuffleReader.open(prefix);
+  const sizes: number[] = [];
+  for await (const batch of reader.readPartition(0)) sizes.push(batch.numRows);
+  expect(sizes).toEqual([100, 100, 50]);
+  await reader.close();
+});
