@@ -3,6 +3,7 @@ import { open, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { crc32c } from '@node-rs/crc32';
 import { ioError, ShuffleError } from '../errors.js';
+import { writeChunks } from './write-chunks.js';
 
 /**
  * The three files of one shuffle output (one map task):
@@ -55,7 +56,7 @@ export function crc32cOf(chunks: Iterable<Uint8Array>, initial = 0): number {
   return crc >>> 0;
 }
 
-const MAX_IOVECS = 512;
+const MAX_IOVECS = 512; // chunks gathered before a writev
 
 /**
  * Writes the data file partition by partition under a temporary name, then
@@ -136,11 +137,7 @@ export class DataFileWriter {
     const bytes = this.pendingBytes;
     this.pendingBytes = 0;
     try {
-      let written = 0;
-      while (written < bytes) {
-        const { bytesWritten } = await this.handle!.writev(remaining(chunks, written), this.position + written);
-        written += bytesWritten;
-      }
+      await writeChunks(this.handle!, chunks, this.position);
     } catch (cause) {
       throw ioError('write the data file', this.temp.data, cause);
     }
@@ -181,21 +178,6 @@ export class DataFileWriter {
     await handle?.close().catch(() => undefined);
     await Promise.all(Object.values(this.temp).map((path: string) => rm(path, { force: true })));
   }
-}
-
-/** The chunks after the first `skip` bytes (a short writev resumes mid-chunk). */
-function remaining(chunks: Uint8Array[], skip: number): Uint8Array[] {
-  if (skip === 0) return chunks;
-  const out: Uint8Array[] = [];
-  for (const chunk of chunks) {
-    if (skip >= chunk.byteLength) {
-      skip -= chunk.byteLength;
-      continue;
-    }
-    out.push(skip > 0 ? chunk.subarray(skip) : chunk);
-    skip = 0;
-  }
-  return out;
 }
 
 async function writeWhole(path: string, bytes: Uint8Array): Promise<void> {
