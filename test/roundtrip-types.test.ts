@@ -4,8 +4,8 @@
  * partitioning. Each scenario writes the same kinds of batches: bitmaps with a few
  * nulls, half nulls, no bitmap at all, a bitmap with every bit set, an all-null
  * batch, a zero-row batch, a one-row batch, a batch sliced at an odd offset, a batch
- * read back from IPC bytes (padded buffers), a slice of such a batch, and a batch
- * bigger than maxBatchRows. Two columns: the typed column `k` and a row id, so a
+ * read back from IPC bytes (padded buffers), a slice of such a batch, a batch
+ * bigger than maxBatchRows and (for the variable-width types) a batch of 1-6 KB values. Two columns: the typed column `k` and a row id, so a
  * value that travels with the wrong row is caught too.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -27,8 +27,6 @@ import {
   type WriterOptions,
 } from './support/shuffle-harness.js';
 
-const CODECS: readonly CodecName[] = ['lz4', 'zstd', 'none'];
-
 interface Scenario {
   label: string;
   codec: CodecName;
@@ -38,17 +36,29 @@ interface Scenario {
   mapId?: number;
 }
 
+/**
+ * One scenario per codec. Hashable types: lz4 hashes into 7 partitions (the pmod path),
+ * zstd goes round-robin, none hashes into 8 (the power-of-two mask path); small
+ * maxBatchRows force many evictions. Other types go round-robin with every codec.
+ */
 function scenariosFor(tc: TypeCase): Scenario[] {
-  const out: Scenario[] = [];
-  for (const codec of CODECS) {
-    if (tc.hashable) {
-      // 7 partitions takes the pmod path, 8 the power-of-two mask path
-      const numPartitions = codec === 'zstd' ? 8 : 7;
-      out.push({ label: `${codec}, hash on k into ${numPartitions}`, codec, partitioning: { kind: 'hash', keys: ['k'] }, numPartitions, maxBatchRows: 64 });
-    }
-    out.push({ label: `${codec}, round-robin into 5 (mapId 3)`, codec, partitioning: { kind: 'round-robin' }, numPartitions: 5, mapId: 3 });
-  }
-  return out;
+  const hash = (codec: CodecName, numPartitions: number, maxBatchRows: number): Scenario => ({
+    label: `${codec}, hash on k into ${numPartitions}, maxBatchRows ${maxBatchRows}`,
+    codec,
+    partitioning: { kind: 'hash', keys: ['k'] },
+    numPartitions,
+    maxBatchRows,
+  });
+  const roundRobin = (codec: CodecName, numPartitions: number, mapId: number, maxBatchRows?: number): Scenario => ({
+    label: `${codec}, round-robin into ${numPartitions} (mapId ${mapId})${maxBatchRows ? `, maxBatchRows ${maxBatchRows}` : ''}`,
+    codec,
+    partitioning: { kind: 'round-robin' },
+    numPartitions,
+    mapId,
+    ...(maxBatchRows !== undefined ? { maxBatchRows } : {}),
+  });
+  if (tc.hashable) return [hash('lz4', 7, 64), roundRobin('zstd', 5, 3), hash('none', 8, 200)];
+  return [roundRobin('lz4', 7, 11, 64), roundRobin('zstd', 5, 3), roundRobin('none', 8, 0, 200)];
 }
 
 function seedOf(text: string): number {
@@ -64,31 +74,30 @@ function throughIpc(batch: RecordBatch): RecordBatch {
   return back[0]!;
 }
 
-function inputBatches(tc: TypeCase, rng: Rng): { schema: Schema; batches: RecordBatch[] } {
+function inputBatches(tc: TypeCase, rng: Rng): { inMemory: Schema; fromIpc: Schema; batches: RecordBatch[] } {
   const type = tc.make();
   const schema = schemaOf([{ name: 'k', type }, { name: 'id', type: new Int32(), nullable: false }]);
   let nextId = 0;
-  const make = (length: number, validity: ValiditySpec): RecordBatch => {
-    const batch = batchOf(schema, [buildColumn(type, length, validity, rng), sequenceColumn(nextId, length)], length);
+  const make = (length: number, validity: ValiditySpec, longValues = false): RecordBatch => {
+    const batch = batchOf(schema, [buildColumn(type, length, validity, rng, { longValues }), sequenceColumn(nextId, length)], length);
     nextId += length;
     return batch;
   };
   const batches = [
-    make(700, { bitmap: true, nullRate: 0.1 }),
+    make(300, { bitmap: true, nullRate: 0.1 }),
     make(0, { bitmap: true, nullRate: 0.1 }),
-    make(1500, { bitmap: true, nullRate: 0.5 }).slice(137, 1300),
-    make(400, NO_BITMAP),
-    throughIpc(make(900, { bitmap: true, nullRate: 0.3 })),
-    make(300, { bitmap: true, nullRate: 1 }),
-    throughIpc(make(1000, { bitmap: true, nullRate: 0.2 })).slice(3, 777),
+    make(700, { bitmap: true, nullRate: 0.5 }).slice(137, 650),
+    make(200, NO_BITMAP),
+    throughIpc(make(400, { bitmap: true, nullRate: 0.3 })),
+    make(150, { bitmap: true, nullRate: 1 }),
+    throughIpc(make(500, { bitmap: true, nullRate: 0.2 })).slice(3, 333),
     make(1, { bitmap: true, nullRate: 0 }),
     make(0, NO_BITMAP),
-    make(2500, NO_BITMAP).slice(1, 2500),
+    make(1200, NO_BITMAP).slice(1, 1200),
     make(64, { bitmap: true, nullRate: 0 }),
+    make(40, { bitmap: true, nullRate: 0.1 }, true), // 1-6 KB strings: far above the running average
   ];
-  // The writer is bound to the schema as arrow-js's IPC reader builds it (generic type classes):
-  // bound to the in-memory schema it would refuse the IPC-read batches (see roundtrip-schema.test.ts).
-  return { schema: batches[4]!.schema, batches };
+  return { inMemory: schema, fromIpc: batches[4]!.schema, batches };
 }
 
 describe.each(TYPE_CASES)('$name', (tc) => {
@@ -102,12 +111,15 @@ describe.each(TYPE_CASES)('$name', (tc) => {
 
     beforeAll(async () => {
       dir = await makeTempDir();
-      const { schema, batches } = inputBatches(tc, new Rng(seedOf(`${tc.name}/${scenario.label}`)));
+      const { inMemory, fromIpc, batches } = inputBatches(tc, new Rng(seedOf(`${tc.name}/${scenario.label}`)));
+      // the writer binds its schema from the first batch (lz4), from the in-memory schema (zstd) or from
+      // the schema as arrow-js's IPC reader builds it (none): every batch must be accepted either way
+      const schema = scenario.codec === 'lz4' ? undefined : scenario.codec === 'zstd' ? inMemory : fromIpc;
       const options: WriterOptions = {
         numPartitions: scenario.numPartitions,
         partitioning: scenario.partitioning,
         codec: scenario.codec,
-        schema,
+        ...(schema !== undefined ? { schema } : {}),
         ...(scenario.maxBatchRows !== undefined ? { maxBatchRows: scenario.maxBatchRows } : {}),
         ...(scenario.mapId !== undefined ? { mapId: scenario.mapId } : {}),
       };
@@ -136,12 +148,23 @@ describe.each(TYPE_CASES)('$name', (tc) => {
     test('the write result counts the rows, batches and bytes of every partition', () => {
       const { result, expected, input, actualBatchRows } = run();
       expect(result.rows).toBe(input.length);
-      expect(result.batches).toBe(11);
+      expect(result.batches).toBe(12);
       expect(result.partitionRows).toEqual(expected.map((rows) => rows.length));
       expect(result.partitionBatches).toEqual(actualBatchRows.map((sizes) => sizes.length));
       expect(actualBatchRows.flat().every((n) => n > 0)).toBe(true);
       expect(result.partitionLengths.map((len) => len > 0)).toEqual(expected.map((rows) => rows.length > 0));
       expect(result.partitionLengths.reduce((a, b) => a + b, 0)).toBe(result.bytesWritten);
+    });
+
+    test('the reader reports the schema that was written (names, types, nullability)', async () => {
+      const { prefix, schema } = run();
+      const reader = await ShuffleReader.open(prefix);
+      try {
+        const fieldsOf = (schema: Schema | null | undefined) => schema?.fields.map((f) => `${f.name}: ${String(f.type)}${f.nullable ? '' : ' not null'}`);
+        expect(fieldsOf(await reader.schema())).toEqual(fieldsOf(schema));
+      } finally {
+        await reader.close();
+      }
     });
 
     test('readPartitions(0, n) yields every partition, one after the other', async () => {
@@ -159,24 +182,25 @@ describe.each(TYPE_CASES)('$name', (tc) => {
       }
     });
 
-    test.each([1, 50, 1000, 1_000_000])('coalesceRows %i keeps every row in order and merges small batches', async (target) => {
+    test('coalesceRows keeps every row in order and merges neighbouring small batches', async () => {
       const { prefix, expected, actualBatchRows } = run();
       const stored = new Set(actualBatchRows.flat());
       const reader = await ShuffleReader.open(prefix);
       try {
-        const { rows, sizes } = await collect(reader.readPartitions(0, scenario.numPartitions, { coalesceRows: target }));
-        expect(firstDifference(rows, expected.flat())).toBeNull();
-        for (const size of sizes) {
-          expect(size).toBeGreaterThan(0);
-          // a batch is either coalesced (at most the target) or a stored batch passed through whole
-          if (size > target) expect(stored.has(size)).toBe(true);
+        for (const target of [1, 50, 1000, 10_000]) {
+          const { rows, sizes } = await collect(reader.readPartitions(0, scenario.numPartitions, { coalesceRows: target }));
+          expect(firstDifference(rows, expected.flat(), `coalesceRows ${target}`)).toBeNull();
+          for (const size of sizes) {
+            expect(size).toBeGreaterThan(0);
+            // a batch is either coalesced (at most the target) or a stored batch passed through whole
+            if (size > target) expect(stored.has(size)).toBe(true);
+          }
+          // two neighbours that together fit the target would have been merged
+          for (let i = 0; i + 1 < sizes.length; i++) expect(sizes[i]! + sizes[i + 1]!).toBeGreaterThan(target);
         }
-        // two neighbours that together fit the target would have been merged
-        for (let i = 0; i + 1 < sizes.length; i++) expect(sizes[i]! + sizes[i + 1]!).toBeGreaterThan(target);
-
         for (let p = 0; p < scenario.numPartitions; p++) {
-          const one = await collect(reader.readPartition(p, { coalesceRows: target }));
-          expect(firstDifference(one.rows, expected[p]!, `partition ${p}`)).toBeNull();
+          const one = await collect(reader.readPartition(p, { coalesceRows: 100 }));
+          expect(firstDifference(one.rows, expected[p]!, `partition ${p}, coalesceRows 100`)).toBeNull();
         }
       } finally {
         await reader.close();

@@ -12,7 +12,19 @@
  *           (MISSES_BEFORE_SKIP)            (back-off doubles)   (reset)
  * ```
  */
-export class CompressionAdvisor {
+/** Decides whether a body buffer at a position is worth compressing, and learns from the outcome. */
+export interface CompressionPolicy {
+  shouldCompress(position: number): boolean;
+  record(position: number, rawBytes: number, compressedBytes: number): void;
+}
+
+/** Stores every buffer raw (prefix -1): needs no memory for compression output (spilling under pressure). */
+export const STORE_RAW: CompressionPolicy = {
+  shouldCompress: () => false,
+  record: () => undefined,
+};
+
+export class CompressionAdvisor implements CompressionPolicy {
   private readonly positions: { misses: number; skipLeft: number; backoff: number }[] = [];
 
   constructor(private readonly minSavings = DEFAULT_MIN_SAVINGS) {}

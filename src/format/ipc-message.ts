@@ -7,7 +7,7 @@ import {
   RecordBatch as RecordBatchHeader,
 } from 'apache-arrow/ipc/metadata/message';
 import type { Codec } from './codec.js';
-import type { CompressionAdvisor } from './compression-advisor.js';
+import type { CompressionPolicy } from './compression-advisor.js';
 
 /**
  * Arrow IPC encapsulated messages, written by hand around arrow-js's flatbuffer
@@ -84,7 +84,7 @@ export async function encodeRecordBatchMessage(
   nodes: readonly FieldNodeInfo[],
   buffers: readonly Uint8Array[],
   codec: Codec | null,
-  advisor?: CompressionAdvisor,
+  advisor?: CompressionPolicy,
 ): Promise<EncodedMessage> {
   const bodyParts: Uint8Array[][] = codec === null
     ? buffers.map((b) => [b])
@@ -116,7 +116,7 @@ export async function encodeRecordBatchMessage(
 }
 
 /** `[prefix, frame]` for one body buffer; an empty buffer stays empty (as Arrow C++ and arrow-rs write it). */
-async function compressBodyBuffer(buffer: Uint8Array, codec: Codec, advisor: CompressionAdvisor | undefined, position: number): Promise<Uint8Array[]> {
+async function compressBodyBuffer(buffer: Uint8Array, codec: Codec, advisor: CompressionPolicy | undefined, position: number): Promise<Uint8Array[]> {
   if (buffer.byteLength === 0) return [];
   const prefix = new Uint8Array(PREFIX_BYTES);
   const view = new DataView(prefix.buffer);

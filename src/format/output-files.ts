@@ -121,6 +121,12 @@ export class DataFileWriter {
     if (this.pending.length >= MAX_IOVECS || this.pendingBytes >= 1 << 20) await this.flush();
   }
 
+  /** Appends and writes at once, so the caller may reuse `chunk`'s memory when this returns. */
+  async appendNow(chunk: Uint8Array): Promise<void> {
+    await this.append(chunk);
+    await this.flush();
+  }
+
   endPartition(): void {
     this.partitionLengths.push(this.position + this.pendingBytes - this.partitionStart);
     this.checksums.push(this.crc >>> 0);

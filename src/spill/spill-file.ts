@@ -63,6 +63,7 @@ export class SpillFile {
    * consumed in partition order, as the merge asks for them.
    */
   async copySegment(partition: number, buffer: Uint8Array, sink: (bytes: Uint8Array) => Promise<void>): Promise<void> {
+    while ((this.segments[this.cursor]?.partition ?? Infinity) < partition) this.cursor++;
     const segment = this.segments[this.cursor];
     if (segment === undefined || segment.partition !== partition) return;
     this.cursor++;

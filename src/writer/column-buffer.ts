@@ -18,6 +18,11 @@ function valuesBytes(layout: ColumnLayout, rows: number): number {
   }
 }
 
+/** The binary data capacity after growing `current` to hold `needed` bytes. */
+export function grownDataCapacity(current: number, needed: number): number {
+  return needed <= current ? current : Math.min(0x7fffffff, Math.max(needed, Math.ceil(current * 1.5)));
+}
+
 function roundUp4(n: number): number {
   return (n + 3) & ~3;
 }
@@ -42,6 +47,37 @@ export class ColumnBuffer {
   /** Bytes held by this column's buffers. */
   get allocatedBytes(): number {
     return (this.validity?.byteLength ?? 0) + this.values.byteLength + this.data.byteLength;
+  }
+
+  /** What allocatedBytes would be for `capacity` rows, with or without validity, and `dataBytes` of binary data. */
+  bytesFor(capacity: number, withValidity: boolean, dataBytes: number): number {
+    const validity = withValidity ? roundUp4((capacity + 7) >>> 3) : 0;
+    return validity + valuesBytes(this.layout, capacity) + (this.layout.kind === 'binary' ? dataBytes : 0);
+  }
+
+  /** Bytes `snapshot(rows)` copies. */
+  snapshotBytes(rows: number): number {
+    const { layout } = this;
+    if (layout.kind === 'null') return 0;
+    const validity = this.validity === null ? 0 : (rows + 7) >>> 3;
+    switch (layout.kind) {
+      case 'bool':
+        return validity + ((rows + 7) >>> 3);
+      case 'fixed-width':
+        return validity + rows * layout.byteWidth;
+      case 'binary':
+        return validity + (rows + 1) * layout.offsetWidth + this.dataLength;
+    }
+  }
+
+  /** Drops every buffer (capacity 0); returns the bytes released. */
+  release(): number {
+    const bytes = this.allocatedBytes;
+    this.validity = null;
+    this.setValues(EMPTY);
+    this.data = EMPTY;
+    this.dataLength = 0;
+    return bytes;
   }
 
   /**
@@ -76,11 +112,15 @@ export class ColumnBuffer {
 
   /** Grows binary data to hold `bytes`, by at least half again (Gluten grows ×1.5, ×1.25, ...; we keep ×1.5). */
   ensureDataCapacity(bytes: number): void {
-    if (bytes <= this.data.byteLength) return;
+    if (bytes > this.data.byteLength) this.setDataCapacity(grownDataCapacity(this.data.byteLength, bytes));
+  }
+
+  /** Re-allocates binary data to exactly `bytes` (>= dataLength), keeping what is used. */
+  setDataCapacity(bytes: number): void {
     if (bytes > 0x7fffffff) throw new RangeError('a partition buffer would hold more than 2 GiB of binary data');
-    const grown = new Uint8Array(Math.min(0x7fffffff, Math.max(bytes, Math.ceil(this.data.byteLength * 1.5))));
-    grown.set(this.data.subarray(0, this.dataLength));
-    this.data = grown;
+    const data = new Uint8Array(bytes);
+    data.set(this.data.subarray(0, this.dataLength));
+    this.data = data;
   }
 
   /** Forgets the rows (after they became a payload); buffers are kept for reuse. */
@@ -89,10 +129,12 @@ export class ColumnBuffer {
   }
 
   /**
-   * Copies the first `rows` rows out as Arrow body buffers (the copies may be
-   * compressed asynchronously while this buffer is refilled).
+   * The first `rows` rows as Arrow body buffers: copies by default (they may be
+   * compressed asynchronously while this buffer is refilled), or views when
+   * `copy` is false (written out before this buffer changes again).
    */
-  snapshot(rows: number, nodes: FieldNodeInfo[], buffers: Uint8Array[]): void {
+  snapshot(rows: number, nodes: FieldNodeInfo[], buffers: Uint8Array[], copy = true): void {
+    const take = (array: Uint8Array, bytes: number) => (copy ? array.slice(0, bytes) : array.subarray(0, bytes));
     const { layout } = this;
     if (layout.kind === 'null') {
       nodes.push({ length: rows, nullCount: rows });
@@ -100,17 +142,17 @@ export class ColumnBuffer {
     }
     const nullCount = this.validity === null ? 0 : countZeroBits(this.validity, rows);
     nodes.push({ length: rows, nullCount });
-    buffers.push(nullCount === 0 ? EMPTY : this.validity!.slice(0, (rows + 7) >>> 3));
+    buffers.push(nullCount === 0 ? EMPTY : take(this.validity!, (rows + 7) >>> 3));
     switch (layout.kind) {
       case 'bool':
-        buffers.push(this.values.slice(0, (rows + 7) >>> 3));
+        buffers.push(take(this.values, (rows + 7) >>> 3));
         break;
       case 'fixed-width':
-        buffers.push(this.values.slice(0, rows * layout.byteWidth));
+        buffers.push(take(this.values, rows * layout.byteWidth));
         break;
       case 'binary':
-        buffers.push(this.values.slice(0, (rows + 1) * layout.offsetWidth));
-        buffers.push(this.data.slice(0, this.dataLength));
+        buffers.push(take(this.values, (rows + 1) * layout.offsetWidth));
+        buffers.push(take(this.data, this.dataLength));
         break;
     }
   }

@@ -17,9 +17,13 @@ function sameField(a: Field, b: Field): boolean {
   return a.name === b.name && a.nullable === b.nullable && sameType(a.type, b.type);
 }
 
-/** Same type id and the same parameters (arrow-js's toString names every parameter of a flat type). */
+/**
+ * Same type id and the same parameters. arrow-js's toString names every
+ * parameter of a flat type except a Decimal's bit width, compared on its own.
+ */
 function sameType(a: DataType, b: DataType): boolean {
   if (a.typeId !== b.typeId || String(a) !== String(b)) return false;
+  if ((a as { bitWidth?: number }).bitWidth !== (b as { bitWidth?: number }).bitWidth) return false;
   const ac = a.children ?? [];
   const bc = b.children ?? [];
   return ac.length === bc.length && ac.every((child, i) => sameField(child, bc[i]!));

@@ -1,16 +1,20 @@
+import { tmpdir } from 'node:os';
 import { Schema, type RecordBatch } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
 import { codecByName, type Codec, type CodecName } from '../format/codec.js';
-import { CompressionAdvisor } from '../format/compression-advisor.js';
-import { encodeRecordBatchMessage, encodeSchemaMessage, END_OF_STREAM, type EncodedMessage, type FieldNodeInfo } from '../format/ipc-message.js';
-import { DataFileWriter, type OutputPaths } from '../format/output-files.js';
+import { CompressionAdvisor, STORE_RAW } from '../format/compression-advisor.js';
+import { encodeRecordBatchMessage, encodeSchemaMessage, type EncodedMessage, type FieldNodeInfo } from '../format/ipc-message.js';
+import { assertDirectory, DataFileWriter, type OutputPaths } from '../format/output-files.js';
+import { MemoryPool, type MemoryReservation, type Reclaimable } from '../memory/memory-pool.js';
+import { PayloadStore } from '../spill/payload-store.js';
 import { partitionBufferRows, targetCapacity } from './buffer-sizing.js';
-import { ColumnBuffer } from './column-buffer.js';
+import { ColumnBuffer, grownDataCapacity } from './column-buffer.js';
 import { columnLayoutOf, fixedBytesPerRow, type ColumnLayout } from './column-layout.js';
 import { createPartitioner, columnIndex, type Partitioner, type Partitioning } from './partitioner.js';
 import { PartitionRows } from './partition-rows.js';
 import { sameSchema } from './same-schema.js';
 import { prepareSourceColumn, type SourceColumn } from './source-column.js';
+import { binaryBytesOf } from './split-binary.js';
 import { splitColumn } from './split-column.js';
 
 /** Gluten's kMinMemLimit: buffers are sized as if at least this much memory were available. */
@@ -35,9 +39,19 @@ export interface ShuffleWriterOptions {
   mapId?: number;
   /** Input schema; by default taken from the first batch. */
   schema?: Schema;
-  /** Memory available to this writer for sizing partition buffers (default: the floor). */
+  /**
+   * The pool every buffer of this writer is reserved from; several writers may
+   * share one. The writer never holds more than the pool grants: under
+   * pressure it spills. Default: a private unbounded pool.
+   */
+  memoryPool?: MemoryPool;
+  /** Writers expected to share the pool at once: each sizes its buffers for limit / concurrentTasks (Gluten). Default 1. */
+  concurrentTasks?: number;
+  /** Directory for spill files (default: the OS temp dir). They are deleted on finish and abort. */
+  spillDir?: string;
+  /** Memory this writer sizes its partition buffers for (default: the pool's limit / concurrentTasks, or the floor when unbounded). */
   memLimit?: number;
-  /** Lower bound of memLimit in the sizing formula (default 128 MiB, Gluten's kMinMemLimit). */
+  /** Lower bound of memLimit in the sizing formula (default 128 MiB, Gluten's kMinMemLimit, or memLimit when smaller). */
   memLimitFloor?: number;
   /** Most rows per partition buffer and per output batch (default 4096). */
   maxBatchRows?: number;
@@ -61,6 +75,11 @@ export interface ShuffleWriteResult {
   partitionBatches: number[];
   /** CRC32C of each partition's bytes. */
   checksums: number[];
+  /** Spill files written under memory pressure, and their bytes. */
+  spills: number;
+  spilledBytes: number;
+  /** The most memory this writer held at once, as reserved in its pool. */
+  peakMemoryBytes: number;
 }
 
 /** One partition's pre-allocated buffers: every output column, same capacity in rows. */
@@ -77,19 +96,26 @@ type WriterState = 'open' | 'finishing' | 'finished' | 'aborted';
  * input batch, compute partition ids, group rows by partition (counting sort),
  * and split every column's buffers into per-partition pre-allocated buffers.
  * A partition buffer that would overflow becomes one compressed Arrow IPC
- * record-batch payload; `finish()` writes all payloads partition by partition
- * into one data file with an index and checksums.
+ * record-batch payload, cached in memory; under memory pressure cached payloads
+ * and then partition buffers are spilled to disk in partition order. `finish()`
+ * merges everything partition by partition into one data file with an index
+ * and checksums.
+ *
+ * Every buffer the writer owns is reserved in its memory pool before it is
+ * allocated and released when dropped; the writer is the pool's `Reclaimable`.
  *
  * Protocol: `await ShuffleWriter.create(options)`, any number of
  * `await write(batch)` (one at a time), then `await finish()` once, or
  * `await abort()` at any point. After either, the writer refuses every call.
  */
-export class ShuffleWriter {
+export class ShuffleWriter implements Reclaimable {
   private state: WriterState = 'open';
-  private readonly options: Required<Omit<ShuffleWriterOptions, 'schema' | 'codec'>>;
+  private readonly options: Required<Omit<ShuffleWriterOptions, 'schema' | 'codec' | 'memoryPool'>>;
   private readonly codec: Codec | null;
   private readonly advisor = new CompressionAdvisor();
   private readonly output: DataFileWriter;
+  private readonly reservation: MemoryReservation;
+  private readonly store: PayloadStore;
   private inputSchema: Schema | null = null;
   private lastCheckedSchema: Schema | null = null;
   private outputSchema: Schema | null = null;
@@ -98,8 +124,11 @@ export class ShuffleWriter {
   private partitioner: Partitioner | null = null;
   private readonly rows: PartitionRows;
   private partitionIds = new Uint32Array(0);
+  /** rows the scratch arrays (partition ids, row ids, hashes) are reserved for */
+  private scratchRows = 0;
   private readonly buffers: (PartitionBuffer | undefined)[];
-  private readonly payloads: Promise<EncodedMessage>[][];
+  /** partitions whose buffers the chunk being split relies on: reclaim leaves them alone */
+  private readonly pinned: Uint8Array;
   private readonly partitionRowCounts: number[];
   private inFlight: { done: Promise<unknown>; bytes: number }[] = [];
   private inFlightBytes = 0;
@@ -111,30 +140,39 @@ export class ShuffleWriter {
   private binaryBytesSeen: number[] = [];
 
   private constructor(options: ShuffleWriterOptions, output: DataFileWriter) {
+    const pool = options.memoryPool ?? new MemoryPool();
+    const tasks = options.concurrentTasks ?? 1;
+    const share = Number.isFinite(pool.limit) ? Math.floor(pool.limit / tasks) : 0;
+    const memLimit = options.memLimit ?? share;
     this.options = {
       numPartitions: options.numPartitions,
       partitioning: options.partitioning,
       outputPrefix: options.outputPrefix,
       mapId: options.mapId ?? 0,
-      memLimit: options.memLimit ?? 0,
-      memLimitFloor: options.memLimitFloor ?? DEFAULT_MEM_LIMIT_FLOOR,
+      concurrentTasks: tasks,
+      spillDir: options.spillDir ?? tmpdir(),
+      memLimit,
+      memLimitFloor: options.memLimitFloor ?? (memLimit > 0 ? Math.min(DEFAULT_MEM_LIMIT_FLOOR, memLimit) : DEFAULT_MEM_LIMIT_FLOOR),
       maxBatchRows: options.maxBatchRows ?? DEFAULT_MAX_BATCH_ROWS,
       resizeThreshold: options.resizeThreshold ?? DEFAULT_RESIZE_THRESHOLD,
     };
     this.codec = codecByName(options.codec ?? 'lz4');
     this.output = output;
+    this.reservation = pool.register(`ShuffleWriter[map ${this.options.mapId}]`, this);
     const n = options.numPartitions;
+    this.store = new PayloadStore(n, this.reservation, this.options.spillDir);
     this.rows = new PartitionRows(n);
     this.buffers = new Array<PartitionBuffer | undefined>(n);
-    this.payloads = Array.from({ length: n }, () => []);
+    this.pinned = new Uint8Array(n);
     this.partitionRowCounts = new Array<number>(n).fill(0);
   }
 
-  /** Validates the options, checks the output directory and opens the temporary data file. */
+  /** Validates the options, checks the output and spill directories and opens the temporary data file. */
   static async create(options: ShuffleWriterOptions): Promise<ShuffleWriter> {
     validateOptions(options);
     codecByName(options.codec ?? 'lz4');
     if (options.schema) bindSchemaChecks(options.schema, options);
+    if (options.spillDir !== undefined) await assertDirectory(options.spillDir);
     const output = await DataFileWriter.create(options.outputPrefix);
     const writer = new ShuffleWriter(options, output);
     if (options.schema) writer.bindSchema(options.schema);
@@ -146,29 +184,38 @@ export class ShuffleWriter {
     return this.outputSchema;
   }
 
-  /** Splits one batch into the partition buffers. Batches must share the first batch's schema. */
+  /**
+   * Splits one batch into the partition buffers. Batches must share the first
+   * batch's schema. A refused batch (schema, partition id) changes nothing and
+   * the writer stays usable; any other failure (memory, disk) aborts the writer.
+   */
   async write(batch: RecordBatch): Promise<void> {
     this.assertOpen('write');
-    try {
-      if (this.inputSchema === null) this.bindSchema(batch.schema);
-      else if (batch.schema !== this.lastCheckedSchema) {
-        // comparing schemas is slow; producers usually hand over the same Schema object every time
-        if (!sameSchema(this.inputSchema, batch.schema)) {
-          throw new ShuffleError('CS_SCHEMA_MISMATCH', `batch ${this.totalBatches} has schema ${describe(batch.schema)}, expected ${describe(this.inputSchema)}`);
-        }
-        this.lastCheckedSchema = batch.schema;
+    if (this.inputSchema === null) this.bindSchema(batch.schema);
+    else if (batch.schema !== this.lastCheckedSchema) {
+      // comparing schemas is slow; producers usually hand over the same Schema object every time
+      if (!sameSchema(this.inputSchema, batch.schema)) {
+        throw new ShuffleError('CS_SCHEMA_MISMATCH', `batch ${this.totalBatches} has schema ${describe(batch.schema)}, expected ${describe(this.inputSchema)}`);
       }
-      if (batch.numRows > 0) this.splitBatch(batch);
+      this.lastCheckedSchema = batch.schema;
+    }
+    try {
+      if (batch.numRows > 0) {
+        await this.reserveScratch(batch.numRows);
+        // every row's partition first, so a bad partition id refuses the whole batch before anything changes
+        this.partitioner!.computePartitionIds(batch, this.partitionIds, this.totalRows);
+        await this.splitBatch(batch);
+      }
       this.totalBatches++;
       while (this.inFlightBytes > MAX_IN_FLIGHT_BYTES) await this.settleOldest();
     } catch (error) {
-      if (error instanceof ShuffleError && error.code !== 'CS_IO') throw error; // the batch was refused before any state changed
+      if (error instanceof ShuffleError && error.code === 'CS_PARTITION_ID_OUT_OF_RANGE') throw error;
       await this.abort();
       throw error;
     }
   }
 
-  /** Flushes every partition buffer, writes the data, index and checksum files and commits them. */
+  /** Flushes every partition buffer, merges spilled and cached payloads into the data file, writes the index and checksums and commits. */
   async finish(): Promise<ShuffleWriteResult> {
     this.assertOpen('finish');
     this.state = 'finishing';
@@ -176,25 +223,18 @@ export class ShuffleWriter {
       if (this.outputSchema === null) throw new ShuffleError('CS_INVALID_ARGUMENT', 'finish() before any batch: pass `schema` to create() to write an empty output');
       for (let p = 0; p < this.buffers.length; p++) {
         const buffer = this.buffers[p];
-        if (buffer !== undefined && buffer.filled > 0) this.evict(p, buffer);
-      }
-      const schemaMessage = encodeSchemaMessage(this.outputSchema);
-      const partitionBatches: number[] = [];
-      for (let p = 0; p < this.payloads.length; p++) {
-        this.output.beginPartition(p);
-        const payloads = this.payloads[p]!;
-        if (payloads.length > 0) {
-          await this.output.append(schemaMessage);
-          for (const payload of payloads) for (const chunk of (await payload).chunks) await this.output.append(chunk);
-          await this.output.append(END_OF_STREAM);
+        if (buffer === undefined) continue;
+        if (buffer.filled > 0) {
+          this.pinned[p] = 1;
+          await this.evict(p, buffer);
+          this.pinned[p] = 0;
         }
-        partitionBatches.push(payloads.length);
-        this.payloads[p] = [];
-        this.output.endPartition();
+        this.releaseBuffer(p);
       }
+      this.releaseScratch();
+      await this.store.merge(this.output, encodeSchemaMessage(this.outputSchema));
       const { partitionLengths, checksums, bytesWritten } = await this.output.commit();
-      this.state = 'finished';
-      return {
+      const result: ShuffleWriteResult = {
         paths: this.output.paths,
         numPartitions: this.options.numPartitions,
         rows: this.totalRows,
@@ -202,24 +242,68 @@ export class ShuffleWriter {
         bytesWritten,
         partitionLengths,
         partitionRows: [...this.partitionRowCounts],
-        partitionBatches,
+        partitionBatches: [...this.store.batchCounts],
         checksums,
+        spills: this.store.spillCount,
+        spilledBytes: this.store.spilledBytes,
+        peakMemoryBytes: this.reservation.peak,
       };
+      await this.store.discard();
+      this.reservation.free();
+      this.state = 'finished';
+      return result;
     } catch (error) {
       await this.abort();
       throw error;
     }
   }
 
-  /** Drops everything and removes temporary files. Safe to call in any state. */
+  /** Drops everything, removes temporary and spill files and releases all memory. Safe to call in any state. */
   async abort(): Promise<void> {
     if (this.state === 'finished' || this.state === 'aborted') return;
     this.state = 'aborted';
-    this.buffers.fill(undefined);
-    const pending = this.payloads.flat();
-    this.payloads.forEach((list) => (list.length = 0));
-    await Promise.allSettled(pending);
+    await Promise.allSettled(this.inFlight.map((f) => f.done));
+    await this.store.discard();
     await this.output.abort();
+    this.buffers.fill(undefined);
+    this.reservation.free();
+  }
+
+  /**
+   * Gives memory back to the pool (Gluten's reclaimFixedSize), in this order:
+   * write every cached payload to one new spill file in partition order; then
+   * drop empty partition buffers; then evict filled partition buffers, largest
+   * first, into a spill file (stored uncompressed, which needs no memory). The
+   * partitions the current chunk is being split into are never touched.
+   */
+  async reclaim(bytes: number): Promise<number> {
+    if (this.state !== 'open' && this.state !== 'finishing') return 0;
+    await Promise.allSettled(this.inFlight.map((f) => f.done));
+    let freed = await this.store.spill();
+    if (freed >= bytes) return freed;
+    const candidates = this.buffers
+      .map((buffer, p) => ({ buffer, p }))
+      .filter((c): c is { buffer: PartitionBuffer; p: number } => c.buffer !== undefined && this.pinned[c.p] === 0)
+      .sort((a, b) => bufferBytes(b.buffer) - bufferBytes(a.buffer));
+    const evicted = new Map<number, EncodedMessage>();
+    let planned = freed;
+    for (const { buffer, p } of candidates) {
+      if (planned >= bytes) break;
+      planned += bufferBytes(buffer);
+      if (buffer.filled === 0) {
+        freed += this.releaseBuffer(p);
+        continue;
+      }
+      const nodes: FieldNodeInfo[] = [];
+      const views: Uint8Array[] = [];
+      for (const column of buffer.columns) column.snapshot(buffer.filled, nodes, views, false);
+      evicted.set(p, await encodeRecordBatchMessage(buffer.filled, nodes, views, this.codec, STORE_RAW));
+    }
+    if (evicted.size > 0) {
+      freed += await this.store.spill(evicted);
+      for (const p of evicted.keys()) freed += this.releaseBuffer(p);
+    }
+    return freed;
   }
 
   private assertOpen(action: string): void {
@@ -240,18 +324,30 @@ export class ShuffleWriter {
     this.outputSchema = pidColumn < 0 ? schema : new Schema(this.outputColumns.map((i) => schema.fields[i]!), schema.metadata);
   }
 
+  /** Reserves and grows the per-row scratch arrays: partition ids, row ids and key hashes, 4 bytes each. */
+  private async reserveScratch(rows: number): Promise<void> {
+    if (rows <= this.scratchRows) return;
+    const grown = Math.max(rows, this.scratchRows * 2);
+    await this.reservation.grow((grown - this.scratchRows) * SCRATCH_BYTES_PER_ROW);
+    this.scratchRows = grown;
+    this.partitionIds = new Uint32Array(grown);
+  }
+
+  private releaseScratch(): void {
+    this.reservation.shrink(this.scratchRows * SCRATCH_BYTES_PER_ROW);
+    this.scratchRows = 0;
+    this.partitionIds = new Uint32Array(0);
+  }
+
   /**
-   * Computes every row's partition first (so a bad partition id refuses the
-   * whole batch before anything changes), then splits the batch in chunks of at
-   * most preferredRows x numPartitions rows: a huge batch would otherwise force
-   * every partition buffer to grow to its share of it (Gluten #5534). A chunk
-   * that would bring one partition more than maxBatchRows rows (skew) is halved
-   * until it does not, so no output batch exceeds maxBatchRows.
+   * Splits the batch in chunks of at most preferredRows x numPartitions rows:
+   * a huge batch would otherwise force every partition buffer to grow to its
+   * share of it (Gluten #5534). A chunk that would bring one partition more
+   * than maxBatchRows rows (skew) is halved until it does not, so no output
+   * batch exceeds maxBatchRows.
    */
-  private splitBatch(batch: RecordBatch): void {
+  private async splitBatch(batch: RecordBatch): Promise<void> {
     const numRows = batch.numRows;
-    if (this.partitionIds.length < numRows) this.partitionIds = new Uint32Array(Math.max(numRows, this.partitionIds.length * 2));
-    this.partitioner!.computePartitionIds(batch, this.partitionIds, this.totalRows);
     const { maxBatchRows, numPartitions } = this.options;
     const chunkRows = Math.max(1, this.preferredRows || this.estimateRows(batch)) * numPartitions;
     for (let start = 0; start < numRows; ) {
@@ -261,37 +357,40 @@ export class ShuffleWriter {
         if (this.rows.maxRowCount <= maxBatchRows) break;
         end = start + Math.max(maxBatchRows, (end - start) >>> 1);
       }
-      this.splitChunk(start === 0 && end === numRows ? batch : batch.slice(start, end));
+      await this.splitChunk(start === 0 && end === numRows ? batch : batch.slice(start, end));
       this.totalRows += end - start;
       start = end;
     }
   }
 
   /** Splits rows grouped by `this.rows` (already built for this chunk) into the partition buffers. */
-  private splitChunk(batch: RecordBatch): void {
+  private async splitChunk(batch: RecordBatch): Promise<void> {
     const numRows = batch.numRows;
     const rows = this.rows;
-
+    const used = rows.usedPartitions.subarray(0, rows.usedCount);
     const sources = this.outputColumns.map((i, c) => prepareSourceColumn(batch.data.children[i]!, this.layouts[c]!));
     this.preferredRows = this.preferredCapacity(sources, numRows);
-    this.prepareBuffers(this.preferredRows, sources);
+    for (const p of used) this.pinned[p] = 1;
+    try {
+      await this.prepareBuffers(this.preferredRows, sources);
 
-    const rowIds = rows.rowOffset2RowId;
-    const offsets = rows.partition2RowOffset;
-    const used = rows.usedPartitions;
-    for (let c = 0; c < sources.length; c++) {
-      const src = sources[c]!;
-      for (let u = 0; u < rows.usedCount; u++) {
-        const p = used[u]!;
-        const buffer = this.buffers[p]!;
-        splitColumn(src, rowIds, offsets[p]!, offsets[p + 1]!, buffer.columns[c]!, buffer.filled, buffer.capacity);
+      // from here on nothing awaits: no reclaim can run while the buffers are written
+      const rowIds = rows.rowOffset2RowId;
+      const offsets = rows.partition2RowOffset;
+      for (let c = 0; c < sources.length; c++) {
+        const src = sources[c]!;
+        for (const p of used) {
+          const buffer = this.buffers[p]!;
+          splitColumn(src, rowIds, offsets[p]!, offsets[p + 1]!, buffer.columns[c]!, buffer.filled, buffer.capacity);
+        }
       }
-    }
-    for (let u = 0; u < rows.usedCount; u++) {
-      const p = used[u]!;
-      const count = rows.rowCount(p);
-      this.buffers[p]!.filled += count;
-      this.partitionRowCounts[p]! += count;
+      for (const p of used) {
+        const count = rows.rowCount(p);
+        this.buffers[p]!.filled += count;
+        this.partitionRowCounts[p]! += count;
+      }
+    } finally {
+      for (const p of used) this.pinned[p] = 0;
     }
   }
 
@@ -330,9 +429,15 @@ export class ShuffleWriter {
     });
   }
 
-  /** Gives every used partition a buffer with room for its incoming rows, evicting or resizing as needed. */
-  private prepareBuffers(preferred: number, sources: SourceColumn[]): void {
+  /**
+   * Gives every partition of the chunk a buffer with room for its incoming
+   * rows (capacity, validity, binary data), evicting or resizing as needed,
+   * so the split that follows never allocates. New memory is reserved before
+   * it is allocated, for the moment old and new buffers both exist.
+   */
+  private async prepareBuffers(preferred: number, sources: SourceColumn[]): Promise<void> {
     const rows = this.rows;
+    const rowIds = rows.rowOffset2RowId;
     for (let u = 0; u < rows.usedCount; u++) {
       const p = rows.usedPartitions[u]!;
       const incoming = rows.rowCount(p);
@@ -342,11 +447,34 @@ export class ShuffleWriter {
         this.buffers[p] = buffer;
       }
       const target = targetCapacity(buffer.capacity, preferred, incoming, this.options.resizeThreshold);
-      if (buffer.filled + incoming > target) this.evict(p, buffer);
-      if (target !== buffer.capacity) {
-        buffer.columns.forEach((column, c) => column.resize(target, buffer!.filled, this.binaryBytesFor(c, target, sources[c]!)));
-        buffer.capacity = target;
-      }
+      if (buffer.filled + incoming > target && buffer.filled > 0) await this.evict(p, buffer);
+
+      const resize = target !== buffer.capacity;
+      let changed = resize;
+      let planned = 0;
+      const plans = buffer.columns.map((column, c) => {
+        const src = sources[c]!;
+        const validity = column.validity !== null || src.validity !== null;
+        let data = column.data.byteLength;
+        if (src.layout.kind === 'binary') {
+          const needed = column.dataLength + binaryBytesOf(src, rowIds, rows.partition2RowOffset[p]!, rows.partition2RowOffset[p + 1]!);
+          data = resize ? Math.max(needed, this.binaryBytesFor(c, target, src)) : grownDataCapacity(data, needed);
+        }
+        if (validity !== (column.validity !== null) || data !== column.data.byteLength) changed = true;
+        planned += column.bytesFor(target, validity, data);
+        return { validity, data };
+      });
+      if (!changed) continue;
+      const before = bufferBytes(buffer);
+      await this.reservation.grow(planned);
+      buffer.columns.forEach((column, c) => {
+        const plan = plans[c]!;
+        if (resize) column.resize(target, buffer!.filled, plan.data);
+        else if (plan.data !== column.data.byteLength) column.setDataCapacity(plan.data);
+        if (plan.validity) column.ensureValidity(target);
+      });
+      buffer.capacity = target;
+      this.reservation.shrink(before);
     }
   }
 
@@ -357,29 +485,57 @@ export class ShuffleWriter {
     return Math.ceil(average) * rows + 1024;
   }
 
-  /** Turns partition p's filled rows into a payload (copied now, compressed in the background). */
-  private evict(p: number, buffer: PartitionBuffer): void {
+  /**
+   * Turns partition p's filled rows into a payload: copied now (memory reserved
+   * first, with room for the compression output), compressed in the background,
+   * cached in the payload store. The caller pins p.
+   */
+  private async evict(p: number, buffer: PartitionBuffer): Promise<void> {
+    let raw = 0;
+    for (const column of buffer.columns) raw += column.snapshotBytes(buffer.filled);
+    const reserved = this.codec === null ? raw + MESSAGE_OVERHEAD_BYTES : 2 * raw + MESSAGE_OVERHEAD_BYTES + Math.ceil(raw / 128);
+    await this.reservation.grow(reserved);
     const nodes: FieldNodeInfo[] = [];
     const bodyBuffers: Uint8Array[] = [];
     for (const column of buffer.columns) {
       column.snapshot(buffer.filled, nodes, bodyBuffers);
       column.clear();
     }
-    const payload = encodeRecordBatchMessage(buffer.filled, nodes, bodyBuffers, this.codec, this.advisor);
+    const message = encodeRecordBatchMessage(buffer.filled, nodes, bodyBuffers, this.codec, this.advisor);
     buffer.filled = 0;
-    this.payloads[p]!.push(payload);
+    this.store.add(p, message, reserved);
+    this.inFlight.push({ done: message, bytes: raw });
+    this.inFlightBytes += raw;
+  }
+
+  /** Frees partition p's buffers; returns the bytes released. */
+  private releaseBuffer(p: number): number {
+    const buffer = this.buffers[p];
+    if (buffer === undefined) return 0;
     let bytes = 0;
-    for (const b of bodyBuffers) bytes += b.byteLength;
-    this.inFlight.push({ done: payload, bytes });
-    this.inFlightBytes += bytes;
+    for (const column of buffer.columns) bytes += column.release();
+    this.buffers[p] = undefined;
+    this.reservation.shrink(bytes);
+    return bytes;
   }
 
   private async settleOldest(): Promise<void> {
     const oldest = this.inFlight.shift();
     if (oldest === undefined) return;
-    await oldest.done;
     this.inFlightBytes -= oldest.bytes;
+    await oldest.done;
   }
+}
+
+/** Per-row scratch: partition id, row id and key hash, 4 bytes each. */
+const SCRATCH_BYTES_PER_ROW = 12;
+/** Upper bound of a record-batch message's header and length prefixes beyond its body buffers. */
+const MESSAGE_OVERHEAD_BYTES = 4096;
+
+function bufferBytes(buffer: PartitionBuffer): number {
+  let bytes = 0;
+  for (const column of buffer.columns) bytes += column.allocatedBytes;
+  return bytes;
 }
 
 /** Value bytes of a binary column's first `rows` rows. */

@@ -52,3 +52,15 @@ export function splitBinary(
   }
   dst.dataLength = pos;
 }
+
+/** Value bytes of the rows rowIds[start, end): what a partition's data buffer must take in. */
+export function binaryBytesOf(src: SourceColumn, rowIds: Uint32Array, start: number, end: number): number {
+  const offsets = src.offsets!;
+  const stride = src.offsetStride;
+  let bytes = 0;
+  for (let k = start; k < end; k++) {
+    const r = rowIds[k]! * stride;
+    bytes += offsets[r + stride]! - offsets[r]!;
+  }
+  return bytes;
+}

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decompressFrameSync } from 'lz4-napi';
 import * as zstd from 'zstd-napi';
-import { CompressionType, compressionRegistry, tableFromIPC, type RecordBatch } from 'apache-arrow';
+import { CompressionType, compressionRegistry, tableFromIPC, type RecordBatch, type Schema } from 'apache-arrow';
 import { ShuffleReader } from '../../src/reader/shuffle-reader.js';
 import { ShuffleWriter, type ShuffleWriteResult, type ShuffleWriterOptions } from '../../src/writer/shuffle-writer.js';
 import { ReferencePartitioner } from './reference-partitioner.js';
@@ -27,6 +27,8 @@ export type WriterOptions = Omit<ShuffleWriterOptions, 'outputPrefix'>;
 export interface ShuffleOutcome {
   prefix: string;
   options: WriterOptions;
+  /** The schema the writer binds: options.schema, else the first batch's. */
+  schema: Schema;
   result: ShuffleWriteResult;
   /** Every input row (output columns only), in input order. */
   input: string[];
@@ -79,7 +81,7 @@ export async function runShuffle(dir: string, options: WriterOptions, batches: r
   } finally {
     await reader.close();
   }
-  return { prefix, options, result, input, expected, actual, actualBatchRows };
+  return { prefix, options, schema, result, input, expected, actual, actualBatchRows };
 }
 
 /** Rows of all batches a reader generator yields, and the batch sizes. */

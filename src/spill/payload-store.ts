@@ -1,0 +1,148 @@
+import { END_OF_STREAM, type EncodedMessage } from '../format/ipc-message.js';
+import type { DataFileWriter } from '../format/output-files.js';
+import type { MemoryReservation } from '../memory/memory-pool.js';
+import { SpillFile } from './spill-file.js';
+
+/** A payload on its way: its encoding may still be compressing. */
+interface CachedPayload {
+  message: Promise<EncodedMessage>;
+  /** bytes currently reserved for it in the writer's reservation */
+  reserved: number;
+}
+
+/** Read buffer used to copy spilled segments into the data file. */
+const MERGE_BUFFER_BYTES = 1024 * 1024;
+
+/**
+ * Where a writer's payloads (encoded record-batch messages) live until the
+ * final merge: in memory per partition, or, after `spill()`, in spill files.
+ *
+ * Protocol: any number of `add` and `spill` calls, interleaved; then one
+ * `merge` (which writes the partitions in order into the data file) or
+ * `discard`; spill files are deleted by both.
+ *
+ * Memory: every cached payload is counted in the writer's reservation; the
+ * store releases what it spills and, when a payload's encoding settles, the
+ * difference between what was reserved for it (copies plus worst-case
+ * compression output) and what it keeps.
+ */
+export class PayloadStore {
+  private cached: CachedPayload[][];
+  private readonly spills: SpillFile[] = [];
+  private cachedBytes = 0;
+  /** payloads per partition, spilled or not */
+  readonly batchCounts: number[];
+  spilledBytes = 0;
+  /** set once the merge starts: from then on nothing may move to a new spill file */
+  private merging = false;
+
+  constructor(
+    numPartitions: number,
+    private readonly reservation: MemoryReservation,
+    private readonly spillDir: string,
+  ) {
+    this.cached = Array.from({ length: numPartitions }, () => []);
+    this.batchCounts = new Array<number>(numPartitions).fill(0);
+  }
+
+  get spillCount(): number {
+    return this.spills.length;
+  }
+
+  /** Bytes of payloads held in memory (as reserved). */
+  get memoryBytes(): number {
+    return this.cachedBytes;
+  }
+
+  /** Adds partition p's next payload, for which `reserved` bytes are already reserved. */
+  add(p: number, message: Promise<EncodedMessage>, reserved: number): void {
+    const payload: CachedPayload = { message, reserved };
+    this.cached[p]!.push(payload);
+    this.batchCounts[p]!++;
+    this.cachedBytes += reserved;
+    message.then(
+      (encoded) => this.settle(payload, encoded.byteLength),
+      () => undefined, // the failure surfaces where the message is awaited
+    );
+  }
+
+  /**
+   * Writes every cached payload, plus `extra` messages (partition buffers
+   * evicted under memory pressure, which follow that partition's payloads), to
+   * one new spill file in partition order, and releases their memory.
+   * Returns the bytes released.
+   */
+  async spill(extra: ReadonlyMap<number, EncodedMessage> = new Map()): Promise<number> {
+    if (this.merging) return 0;
+    const taken = this.cached;
+    this.cached = taken.map(() => []);
+    const partitions = taken.map((list, p) => (list.length > 0 || extra.has(p) ? p : -1)).filter((p) => p >= 0);
+    if (partitions.length === 0) return 0;
+    let released = 0;
+    const file = await SpillFile.create(this.spillDir);
+    this.spills.push(file);
+    for (const p of partitions) {
+      const chunks: Uint8Array[] = [];
+      for (const payload of taken[p]!) chunks.push(...(await payload.message).chunks);
+      const tail = extra.get(p);
+      if (tail) chunks.push(...tail.chunks);
+      await file.writeSegment(p, chunks);
+    }
+    for (const list of taken) {
+      for (const payload of list) {
+        released += payload.reserved;
+        this.cachedBytes -= payload.reserved;
+        this.reservation.shrink(payload.reserved);
+        payload.reserved = 0;
+      }
+    }
+    for (const p of extra.keys()) this.batchCounts[p]!++;
+    this.spilledBytes += file.bytesWritten;
+    return released;
+  }
+
+  /**
+   * Writes every partition, in ascending order, into the data file: the schema
+   * message, the partition's spilled segments (in spill order, copied
+   * verbatim), its in-memory payloads, the end-of-stream marker. A partition
+   * without payloads is left empty (zero bytes).
+   */
+  async merge(output: DataFileWriter, schemaMessage: Uint8Array): Promise<void> {
+    await this.reservation.grow(MERGE_BUFFER_BYTES);
+    this.merging = true;
+    const buffer = new Uint8Array(MERGE_BUFFER_BYTES);
+    try {
+      for (let p = 0; p < this.cached.length; p++) {
+        output.beginPartition(p);
+        if (this.batchCounts[p]! > 0) {
+          await output.append(schemaMessage);
+          for (const spill of this.spills) await spill.copySegment(p, buffer, (bytes) => output.appendNow(bytes));
+          for (const payload of this.cached[p]!) for (const chunk of (await payload.message).chunks) await output.append(chunk);
+          await output.append(END_OF_STREAM);
+        }
+        output.endPartition();
+      }
+    } finally {
+      this.reservation.shrink(MERGE_BUFFER_BYTES);
+    }
+  }
+
+  /** Deletes the spill files and forgets every payload (after merge, or on abort). */
+  async discard(): Promise<void> {
+    const pending = this.cached.flat();
+    this.cached = this.cached.map(() => []);
+    await Promise.allSettled(pending.map((p) => p.message));
+    for (const payload of pending) this.release(payload);
+    await Promise.all(this.spills.splice(0).map((spill) => spill.delete()));
+  }
+
+  private settle(payload: CachedPayload, keptBytes: number): void {
+    if (payload.reserved > keptBytes) this.release(payload, payload.reserved - keptBytes);
+  }
+
+  private release(payload: CachedPayload, bytes = payload.reserved): void {
+    payload.reserved -= bytes;
+    this.cachedBytes -= bytes;
+    this.reservation.shrink(bytes);
+  }
+}
