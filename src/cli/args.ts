@@ -90,3 +90,45 @@ export function choiceOption<T extends string>(text: string | undefined, name: s
   }
   return text as T;
 }
+
+/** Byte units of `--memory-limit`: binary (IEC) for KiB/MiB/GiB/TiB, decimal (SI) for KB/MB/GB/TB. */
+const BYTE_UNITS: Record<string, number> = {
+  b: 1,
+  kib: 1024,
+  mib: 1024 ** 2,
+  gib: 1024 ** 3,
+  tib: 1024 ** 4,
+  kb: 1e3,
+  mb: 1e6,
+  gb: 1e9,
+  tb: 1e12,
+};
+
+/**
+ * A size in bytes: an integer (`1048576`, `1_048_576`), or a decimal number
+ * with a unit (`512KiB`, `64MiB`, `1.5GiB`, `100MB`, `64 MiB`). KiB, MiB, GiB
+ * and TiB are powers of 1024; KB, MB, GB and TB powers of 1000; B is bytes.
+ * Units are case-insensitive. Fractions of a byte are rounded down. Returns
+ * null unless the result is a whole number of bytes >= 1 and <= 2^53 - 1.
+ */
+export function parseByteSize(text: string): number | null {
+  const match = /^([0-9][0-9_]*(?:\.[0-9]+)?)\s?([a-z]+)?$/i.exec(text.trim());
+  if (match === null) return null;
+  const [, number, unit] = match;
+  const digits = number!.replaceAll('_', '');
+  if (digits.includes('.') && unit === undefined) return null; // "1.5" bytes: a unit was probably forgotten
+  const scale = unit === undefined ? 1 : BYTE_UNITS[unit.toLowerCase()];
+  if (scale === undefined) return null;
+  const bytes = Math.floor(Number(digits) * scale);
+  return Number.isSafeInteger(bytes) && bytes >= 1 ? bytes : null;
+}
+
+/** A byte size option, e.g. `--memory-limit 64MiB` (see parseByteSize). */
+export function byteSizeOption(text: string | undefined, name: string, command: string): number | undefined {
+  if (text === undefined) return undefined;
+  const bytes = parseByteSize(text);
+  if (bytes === null) {
+    throw new UsageError(`--${name} must be a size in bytes >= 1, like 1048576, 512KiB, 64MiB, 1.5GiB or 100MB, got '${text}'`, command);
+  }
+  return bytes;
+}

@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import { ShuffleError } from '../errors.js';
 import { CODEC_NAMES, type CodecName } from '../format/codec.js';
 import { ShuffleReader } from '../reader/shuffle-reader.js';
+import { MemoryPool } from '../memory/memory-pool.js';
 import { ShuffleWriter, type ShuffleWriteResult } from '../writer/shuffle-writer.js';
-import { choiceOption, integerOption, parseCommandArgs, stringOption } from './args.js';
-import { bytes, count, EXIT_OK, rate, seconds, throwIfInterrupted, writeLine, type CliContext } from './context.js';
+import { byteSizeOption, choiceOption, integerOption, parseCommandArgs, stringOption } from './args.js';
+import { bytes, count, EXIT_OK, plural, rate, seconds, throwIfInterrupted, writeLine, type CliContext } from './context.js';
 import { batchBytes, NARROW_SCHEMA, narrowBatch } from './demo-data.js';
 import { ShuffleVerifier } from './demo-verify.js';
 import { createProgress, type Progress } from './progress.js';
@@ -16,6 +17,7 @@ const OPTIONS = {
   partitions: { type: 'string', short: 'p' },
   dir: { type: 'string', short: 'd' },
   codec: { type: 'string', short: 'c' },
+  'memory-limit': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -27,6 +29,7 @@ interface DemoArgs {
   numPartitions: number;
   dir: string | undefined;
   codec: CodecName;
+  memoryLimit: number | undefined;
 }
 
 interface Timings {
@@ -42,6 +45,7 @@ export async function demoCommand(args: string[], ctx: CliContext): Promise<numb
     numPartitions: integerOption(stringOption(parsed, 'partitions'), 'partitions', 'demo', 1, 0x7fffffff) ?? 200,
     dir: stringOption(parsed, 'dir'),
     codec: choiceOption(stringOption(parsed, 'codec'), 'codec', CODEC_NAMES, 'demo') ?? 'lz4',
+    memoryLimit: byteSizeOption(stringOption(parsed, 'memory-limit'), 'memory-limit', 'demo'),
   };
   const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'columnar-shuffle-demo-')));
   const progress = createProgress(ctx.stderr, 'demo');
@@ -79,6 +83,7 @@ async function generateAndWrite(
     outputPrefix: prefix,
     codec: options.codec,
     schema: NARROW_SCHEMA,
+    memoryPool: options.memoryLimit === undefined ? undefined : new MemoryPool(options.memoryLimit),
   });
   timings.writeMs += performance.now() - started;
   try {
@@ -143,6 +148,11 @@ function summarize(ctx: CliContext, options: DemoArgs, result: ShuffleWriteResul
   out(`  written     ${bytes(result.bytesWritten)} in ${count(outBatches)} record batches, compression ratio ${ratio.toFixed(2)}x`);
   out(`  write       ${seconds(timings.writeMs)}, ${rate(result.rows, timings.writeMs)}`);
   out(`  read        ${seconds(timings.readMs)}, ${rate(result.rows, timings.readMs)}`);
+  if (options.memoryLimit !== undefined || result.spills > 0) {
+    const limit = options.memoryLimit === undefined ? 'no limit' : `limit ${bytes(options.memoryLimit)}`;
+    const spills = result.spills > 0 ? `${plural(result.spills, 'spill', 'spills')} (${bytes(result.spilledBytes)})` : 'no spills';
+    out(`  memory      ${limit}, peak ${bytes(result.peakMemoryBytes)}, ${spills}`);
+  }
   out(problems.length === 0 ? '  verdict     verified: every row read back, each in its key\'s partition, all values intact' : `  verdict     FAILED`);
   for (const problem of problems) out(`              - ${problem}`);
 }

@@ -45,7 +45,14 @@ Options:
                            (default: hash with --key; otherwise required)
   -c, --codec CODEC        body compression: lz4 | zstd | none (default: lz4)
       --map-id N           map task id, seeds round-robin's start (default: 0)
-      --json               print one JSON object with the result on stdout
+      --memory-limit SIZE  most memory the writer may hold; beyond it, it
+                           spills to disk (default: no limit). SIZE is bytes
+                           or a number with a unit: KiB, MiB, GiB are powers
+                           of 1024, KB, MB, GB powers of 1000 (64MiB, 1.5GiB)
+      --spill-dir DIR      existing directory for spill files, removed when
+                           done (default: the OS temp directory)
+      --json               print one JSON object with the result on stdout,
+                           spills, spilledBytes and peakMemoryBytes included
   -h, --help               show this help
 `;
 
@@ -87,5 +94,8 @@ Options:
   -d, --dir DIR        write the output into DIR (created if needed) and keep
                        it (default: a temporary directory, removed afterwards)
   -c, --codec CODEC    lz4 | zstd | none (default: lz4)
+      --memory-limit SIZE
+                       most memory the writer may hold, spilling beyond it
+                       (default: no limit); SIZE as in 'write --help': 64MiB
   -h, --help           show this help
 `;

@@ -1,7 +1,11 @@
+import { stat } from 'node:fs/promises';
+import { ShuffleError } from '../errors.js';
 import { CODEC_NAMES, type CodecName } from '../format/codec.js';
+import { MemoryPool } from '../memory/memory-pool.js';
 import { ShuffleWriter, type ShuffleWriteResult } from '../writer/shuffle-writer.js';
 import type { Partitioning } from '../writer/partitioner.js';
 import {
+  byteSizeOption,
   choiceOption,
   flag,
   integerOption,
@@ -22,6 +26,8 @@ const OPTIONS = {
   partitioning: { type: 'string' },
   codec: { type: 'string', short: 'c' },
   'map-id': { type: 'string' },
+  'memory-limit': { type: 'string' },
+  'spill-dir': { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -35,6 +41,9 @@ interface WriteArgs {
   outputPrefix: string;
   codec: CodecName;
   mapId: number;
+  /** bytes the writer may hold; undefined: unbounded */
+  memoryLimit: number | undefined;
+  spillDir: string | undefined;
   json: boolean;
 }
 
@@ -56,6 +65,8 @@ function parse(args: string[]): WriteArgs {
     outputPrefix,
     codec: choiceOption(stringOption(parsed, 'codec'), 'codec', CODEC_NAMES, 'write') ?? 'lz4',
     mapId: integerOption(stringOption(parsed, 'map-id'), 'map-id', 'write', 0) ?? 0,
+    memoryLimit: byteSizeOption(stringOption(parsed, 'memory-limit'), 'memory-limit', 'write'),
+    spillDir: spillDirOption(stringOption(parsed, 'spill-dir')),
     json: flag(parsed, 'json'),
   };
 }
@@ -63,6 +74,7 @@ function parse(args: string[]): WriteArgs {
 export async function writeCommand(args: string[], ctx: CliContext): Promise<number> {
   const options = parse(args);
   const started = performance.now();
+  if (options.spillDir !== undefined) await assertSpillDir(options.spillDir);
   const input = await openArrowInput(options.input);
   const progress = createProgress(ctx.stderr, 'write');
   let result: ShuffleWriteResult;
@@ -73,6 +85,8 @@ export async function writeCommand(args: string[], ctx: CliContext): Promise<num
       outputPrefix: options.outputPrefix,
       codec: options.codec,
       mapId: options.mapId,
+      memoryPool: options.memoryLimit === undefined ? undefined : new MemoryPool(options.memoryLimit),
+      spillDir: options.spillDir,
       schema: input.schema, // refuses unknown keys and unsupported types before any batch is read
     });
     try {
@@ -117,6 +131,10 @@ function report(ctx: CliContext, options: WriteArgs, format: InputFormat, result
       partitionRows: result.partitionRows,
       partitionBatches: result.partitionBatches,
       checksums: result.checksums,
+      memoryLimit: options.memoryLimit ?? null,
+      spills: result.spills,
+      spilledBytes: result.spilledBytes,
+      peakMemoryBytes: result.peakMemoryBytes,
       elapsedMs: roundMs(elapsedMs),
     });
     return;
@@ -134,5 +152,26 @@ function report(ctx: CliContext, options: WriteArgs, format: InputFormat, result
     `  ${count(nonEmpty.length)} non-empty partitions` +
       (nonEmpty.length > 0 ? `, ${count(min)} to ${count(max)} rows each` : ''),
   );
+  if (result.spills > 0 || options.memoryLimit !== undefined) {
+    const limit = options.memoryLimit === undefined ? '' : ` (limit ${bytes(options.memoryLimit)})`;
+    const spills = result.spills > 0 ? `${plural(result.spills, 'spill', 'spills')}, ${bytes(result.spilledBytes)} spilled to disk` : 'no spills';
+    writeLine(ctx.stdout, `  ${spills}; peak memory ${bytes(result.peakMemoryBytes)}${limit}`);
+  }
   writeLine(ctx.stdout, `  ${seconds(elapsedMs)}, ${rate(result.rows, elapsedMs)}`);
+}
+
+function spillDirOption(text: string | undefined): string | undefined {
+  if (text !== undefined && text.length === 0) throw new UsageError('--spill-dir is empty', 'write');
+  return text;
+}
+
+/** The writer would check too, but its message speaks of the output directory. */
+async function assertSpillDir(dir: string): Promise<void> {
+  let isDirectory = false;
+  try {
+    isDirectory = (await stat(dir)).isDirectory();
+  } catch (cause) {
+    throw new ShuffleError('CS_FILE_NOT_FOUND', 'the spill directory does not exist', { file: dir }, { cause });
+  }
+  if (!isDirectory) throw new ShuffleError('CS_FILE_NOT_FOUND', 'the spill directory is not a directory', { file: dir });
 }

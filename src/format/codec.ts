@@ -20,7 +20,8 @@ export interface Codec {
   readonly name: Exclude<CodecName, 'none'>;
   /** The value written in the IPC `BodyCompression.codec` field. */
   readonly arrowType: CompressionType;
-  compress(input: Uint8Array): Promise<Uint8Array>;
+  /** The compressed frame, possibly as several pieces to be written back to back (saves a copy). */
+  compress(input: Uint8Array): Promise<Uint8Array[]>;
   decompress(input: Uint8Array): Promise<Uint8Array>;
 }
 
@@ -38,7 +39,7 @@ const ZSTD_LEVEL = 1; // spark.io.compression.zstd.level default
 const zstdCodec: Codec = {
   name: 'zstd',
   arrowType: CompressionType.ZSTD,
-  compress: async (input) => zstd.compress(input, { compressionLevel: ZSTD_LEVEL }),
+  compress: async (input) => [zstd.compress(input, { compressionLevel: ZSTD_LEVEL })],
   decompress: async (input) => zstd.decompress(input),
 };
 

@@ -121,11 +121,13 @@ async function compressBodyBuffer(buffer: Uint8Array, codec: Codec, advisor: Com
   const prefix = new Uint8Array(PREFIX_BYTES);
   const view = new DataView(prefix.buffer);
   const tryIt = advisor?.shouldCompress(position) ?? true;
-  const compressed = tryIt ? await codec.compress(buffer) : buffer;
-  if (tryIt) advisor?.record(position, buffer.byteLength, compressed.byteLength);
-  if (compressed.byteLength < buffer.byteLength) {
+  const compressed = tryIt ? await codec.compress(buffer) : [buffer];
+  let compressedBytes = 0;
+  for (const piece of compressed) compressedBytes += piece.byteLength;
+  if (tryIt) advisor?.record(position, buffer.byteLength, compressedBytes);
+  if (compressedBytes < buffer.byteLength) {
     view.setBigInt64(0, BigInt(buffer.byteLength), true);
-    return [prefix, compressed];
+    return [prefix, ...compressed];
   }
   view.setBigInt64(0, LENGTH_NO_COMPRESSED_DATA, true);
   return [prefix, buffer];

@@ -33,34 +33,41 @@ const BLOCK_SIZES = [4, 5, 6, 7].map((code) => {
   return { maxBlock: 1 << (8 + 2 * code), header: Uint8Array.of(...MAGIC, FLG, bd, (xxh32(Uint8Array.of(FLG, bd), 0) >>> 8) & 0xff) };
 });
 const HEADER_BYTES = 7;
-const END_MARK = new Uint8Array(4);
+const END_MARK_BYTES = 4;
 
-export async function compressLz4Frame(input: Uint8Array): Promise<Uint8Array> {
+/**
+ * The LZ4 frame of `input`, as pieces to be written back to back: the frame
+ * header, then per block its 4-byte size and its data (a view into the
+ * compressor's output, not copied), then the end mark.
+ */
+export async function compressLz4Frame(input: Uint8Array): Promise<Uint8Array[]> {
   const pending: Promise<Uint8Array>[] = [];
   for (let start = 0; start < input.byteLength; start += MAX_BLOCK) {
     pending.push(compressBlock(input.subarray(start, Math.min(start + MAX_BLOCK, input.byteLength))));
   }
   const compressed = await Promise.all(pending);
   const header = (BLOCK_SIZES.find((b) => input.byteLength <= b.maxBlock) ?? BLOCK_SIZES[3]!).header;
-  let size = HEADER_BYTES + END_MARK.byteLength;
-  const blocks = compressed.map((prefixed, b) => {
+  // one small array holds the frame header, every block size field and the end mark
+  const small = new Uint8Array(HEADER_BYTES + 4 * compressed.length + END_MARK_BYTES);
+  const view = new DataView(small.buffer);
+  small.set(header, 0);
+  const pieces: Uint8Array[] = [small.subarray(0, HEADER_BYTES)];
+  compressed.forEach((prefixed, b) => {
     const raw = input.subarray(b * MAX_BLOCK, Math.min((b + 1) * MAX_BLOCK, input.byteLength));
     const block = prefixed.subarray(4); // drop lz4-napi's uint32 size prefix
-    const stored = block.byteLength < raw.byteLength ? block : raw;
-    size += 4 + stored.byteLength;
-    return { data: stored, uncompressed: stored === raw };
+    const uncompressed = block.byteLength >= raw.byteLength;
+    const data = uncompressed ? raw : block;
+    const at = HEADER_BYTES + 4 * b;
+    view.setUint32(at, uncompressed ? (data.byteLength | UNCOMPRESSED_BIT) >>> 0 : data.byteLength, true);
+    pieces.push(small.subarray(at, at + 4), data);
   });
-  const frame = new Uint8Array(size);
-  const view = new DataView(frame.buffer);
-  frame.set(header, 0);
-  let offset = HEADER_BYTES;
-  for (const { data, uncompressed } of blocks) {
-    view.setUint32(offset, uncompressed ? (data.byteLength | UNCOMPRESSED_BIT) >>> 0 : data.byteLength, true);
-    frame.set(data, offset + 4);
-    offset += 4 + data.byteLength;
-  }
-  frame.set(END_MARK, offset);
-  return frame;
+  pieces.push(small.subarray(small.byteLength - END_MARK_BYTES));
+  return pieces;
+}
+
+/** The frame as one array (for tests and one-off use). */
+export async function compressLz4FrameBytes(input: Uint8Array): Promise<Uint8Array> {
+  return Buffer.concat(await compressLz4Frame(input));
 }
 
 function rotl(x: number, r: number): number {

@@ -501,7 +501,9 @@ export class ShuffleWriter implements Reclaimable {
       column.snapshot(buffer.filled, nodes, bodyBuffers);
       column.clear();
     }
-    const message = encodeRecordBatchMessage(buffer.filled, nodes, bodyBuffers, this.codec, this.advisor);
+    // tiny batches barely compress and cost a compression call per buffer (Gluten's compression threshold)
+    const policy = buffer.filled < COMPRESSION_MIN_ROWS ? STORE_RAW : this.advisor;
+    const message = encodeRecordBatchMessage(buffer.filled, nodes, bodyBuffers, this.codec, policy);
     buffer.filled = 0;
     this.store.add(p, message, reserved);
     this.inFlight.push({ done: message, bytes: raw });
@@ -527,6 +529,8 @@ export class ShuffleWriter implements Reclaimable {
   }
 }
 
+/** spark.gluten.sql.columnar.shuffle.compression.threshold: batches with fewer rows are stored uncompressed. */
+const COMPRESSION_MIN_ROWS = 100;
 /** Per-row scratch: partition id, row id and key hash, 4 bytes each. */
 const SCRATCH_BYTES_PER_ROW = 12;
 /** Upper bound of a record-batch message's header and length prefixes beyond its body buffers. */
