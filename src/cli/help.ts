@@ -49,8 +49,8 @@ Options:
                            spills to disk (default: no limit). SIZE is bytes
                            or a number with a unit: KiB, MiB, GiB are powers
                            of 1024, KB, MB, GB powers of 1000 (64MiB, 1.5GiB)
-      --spill-dir DIR      existing directory for spill files, removed when
-                           done (default: the OS temp directory)
+      --spill-dir DIR      existing directory for the spill files, which are
+                           deleted when done (default: the OS temp directory)
       --json               print one JSON object with the result on stdout,
                            spills, spilledBytes and peakMemoryBytes included
   -h, --help               show this help

@@ -28,7 +28,7 @@ const MERGE_BUFFER_BYTES = 1024 * 1024;
  */
 export class PayloadStore {
   private cached: CachedPayload[][];
-  private readonly spills: SpillFile[] = [];
+  private spillFile: SpillFile | null = null;
   private cachedBytes = 0;
   /** payloads per partition, spilled or not */
   readonly batchCounts: number[];
@@ -45,8 +45,9 @@ export class PayloadStore {
     this.batchCounts = new Array<number>(numPartitions).fill(0);
   }
 
+  /** Spills so far (runs in the spill file). */
   get spillCount(): number {
-    return this.spills.length;
+    return this.spillFile?.runCount ?? 0;
   }
 
   /** Bytes of payloads held in memory (as reserved). */
@@ -67,25 +68,26 @@ export class PayloadStore {
   }
 
   /**
-   * Writes every cached payload, plus `extra` messages (partition buffers
-   * evicted under memory pressure, which follow that partition's payloads), to
-   * one new spill file in partition order, and releases their memory.
+   * Writes every cached payload, plus `extra` messages (merge and partition
+   * buffers evicted under memory pressure, which follow that partition's payloads),
+   * as one new partition-ordered run of the spill file, and releases their memory.
    * Returns the bytes released.
    */
-  async spill(extra: ReadonlyMap<number, EncodedMessage> = new Map()): Promise<number> {
+  async spill(extra: ReadonlyMap<number, readonly EncodedMessage[]> = new Map()): Promise<number> {
     if (this.merging) return 0;
     const taken = this.cached;
     this.cached = taken.map(() => []);
     const partitions = taken.map((list, p) => (list.length > 0 || extra.has(p) ? p : -1)).filter((p) => p >= 0);
     if (partitions.length === 0) return 0;
     let released = 0;
-    const file = await SpillFile.create(this.spillDir);
-    this.spills.push(file);
+    this.spillFile ??= await SpillFile.create(this.spillDir);
+    const file = this.spillFile;
+    const before = file.bytesWritten;
+    file.beginRun();
     for (const p of partitions) {
       const chunks: Uint8Array[] = [];
       for (const payload of taken[p]!) chunks.push(...(await payload.message).chunks);
-      const tail = extra.get(p);
-      if (tail) chunks.push(...tail.chunks);
+      for (const message of extra.get(p) ?? []) chunks.push(...message.chunks);
       await file.writeSegment(p, chunks);
     }
     for (const list of taken) {
@@ -96,15 +98,15 @@ export class PayloadStore {
         payload.reserved = 0;
       }
     }
-    for (const p of extra.keys()) this.batchCounts[p]!++;
-    this.spilledBytes += file.bytesWritten;
+    for (const [p, messages] of extra) this.batchCounts[p]! += messages.length;
+    this.spilledBytes += file.bytesWritten - before;
     return released;
   }
 
   /**
    * Writes every partition, in ascending order, into the data file: the schema
-   * message, the partition's spilled segments (in spill order, copied
-   * verbatim), its in-memory payloads, the end-of-stream marker. A partition
+   * message, the partition's spilled segments (run by run in spill order,
+   * copied verbatim), its in-memory payloads, the end-of-stream marker. A partition
    * without payloads is left empty (zero bytes).
    */
   async merge(output: DataFileWriter, schemaMessage: Uint8Array): Promise<void> {
@@ -116,7 +118,7 @@ export class PayloadStore {
         output.beginPartition(p);
         if (this.batchCounts[p]! > 0) {
           await output.append(schemaMessage);
-          for (const spill of this.spills) await spill.copySegment(p, buffer, (bytes) => output.appendNow(bytes));
+          await this.spillFile?.copyPartition(p, buffer, (bytes) => output.appendNow(bytes));
           for (const payload of this.cached[p]!) for (const chunk of (await payload.message).chunks) await output.append(chunk);
           await output.append(END_OF_STREAM);
         }
@@ -133,7 +135,8 @@ export class PayloadStore {
     this.cached = this.cached.map(() => []);
     await Promise.allSettled(pending.map((p) => p.message));
     for (const payload of pending) this.release(payload);
-    await Promise.all(this.spills.splice(0).map((spill) => spill.delete()));
+    await this.spillFile?.delete();
+    this.spillFile = null;
   }
 
   private settle(payload: CachedPayload, keptBytes: number): void {

@@ -5,15 +5,20 @@ import { ioError } from '../errors.js';
 import { writeChunks } from '../format/write-chunks.js';
 
 /**
- * One spill: the payloads (encoded record-batch messages) of many partitions,
- * written in ascending partition order into one temporary file. The segment
- * list stays in memory; at merge time each partition's segment is copied
- * verbatim into the final data file, never decoded.
+ * A writer's spill file. Each spill appends one run: the payloads (encoded
+ * record-batch messages) of many partitions in ascending partition order. The
+ * segment list stays in memory; at merge time each partition's segments are
+ * copied verbatim, run by run, into the final data file, never decoded.
  *
  * ```text
- * spill file := segment(p1) | segment(p2) | ...       p1 < p2 < ..., only partitions with payloads
+ * spill file := run(1) | run(2) | ...                  one run per spill, in spill order
+ * run        := segment(p1) | segment(p2) | ...        p1 < p2 < ..., only partitions with payloads
  * segment(p) := payload | payload | ...                record-batch messages as they go into the data file
  * ```
+ *
+ * Gluten writes a new file per spill; one file appended run by run (as Comet
+ * does since its #5916) keeps a single descriptor open however often a tight
+ * memory limit makes the writer spill.
  */
 export interface SpillSegment {
   partition: number;
@@ -22,9 +27,11 @@ export interface SpillSegment {
 }
 
 export class SpillFile {
-  readonly segments: SpillSegment[] = [];
+  /** the segments of each run, in spill order */
+  private readonly runs: SpillSegment[][] = [];
+  /** per run, the next segment the merge has not consumed */
+  private readonly cursors: number[] = [];
   private position = 0;
-  private cursor = 0;
 
   private constructor(readonly path: string, private handle: FileHandle | null) {}
 
@@ -42,9 +49,21 @@ export class SpillFile {
     return this.position;
   }
 
-  /** Appends partition p's payload chunks as one segment; partitions must ascend. */
+  get runCount(): number {
+    return this.runs.length;
+  }
+
+  /** Starts the next run (one spill). */
+  beginRun(): void {
+    this.runs.push([]);
+    this.cursors.push(0);
+  }
+
+  /** Appends partition p's payload chunks as one segment of the current run; partitions must ascend within a run. */
   async writeSegment(partition: number, chunks: readonly Uint8Array[]): Promise<void> {
-    const last = this.segments[this.segments.length - 1];
+    const run = this.runs[this.runs.length - 1];
+    if (run === undefined) throw new Error('writeSegment before beginRun');
+    const last = run[run.length - 1];
     if (last !== undefined && last.partition >= partition) throw new Error(`spill segments must ascend: ${partition} after ${last.partition}`);
     let length = 0;
     for (const chunk of chunks) length += chunk.byteLength;
@@ -53,30 +72,43 @@ export class SpillFile {
     } catch (cause) {
       throw ioError('write a spill file', this.path, cause);
     }
-    this.segments.push({ partition, offset: this.position, length });
+    run.push({ partition, offset: this.position, length });
     this.position += length;
   }
 
   /**
-   * Streams partition p's segment (if this spill has one) through `buffer`,
-   * handing each filled part to `sink` before reusing the buffer. Segments are
-   * consumed in partition order, as the merge asks for them.
+   * Streams partition p's segments, run by run, through `buffer`, handing each
+   * filled part to `sink` before reusing the buffer. The merge asks for the
+   * partitions in ascending order.
    */
-  async copySegment(partition: number, buffer: Uint8Array, sink: (bytes: Uint8Array) => Promise<void>): Promise<void> {
-    while ((this.segments[this.cursor]?.partition ?? Infinity) < partition) this.cursor++;
-    const segment = this.segments[this.cursor];
-    if (segment === undefined || segment.partition !== partition) return;
-    this.cursor++;
-    try {
-      for (let done = 0; done < segment.length; ) {
-        const want = Math.min(buffer.byteLength, segment.length - done);
-        const { bytesRead } = await this.handle!.read(buffer, 0, want, segment.offset + done);
-        if (bytesRead === 0) throw new Error(`spill file ended at ${segment.offset + done}, segment runs to ${segment.offset + segment.length}`);
-        await sink(buffer.subarray(0, bytesRead));
-        done += bytesRead;
+  async copyPartition(partition: number, buffer: Uint8Array, sink: (bytes: Uint8Array) => Promise<void>): Promise<void> {
+    for (let r = 0; r < this.runs.length; r++) {
+      const run = this.runs[r]!;
+      let cursor = this.cursors[r]!;
+      while ((run[cursor]?.partition ?? Infinity) < partition) cursor++;
+      const segment = run[cursor];
+      if (segment?.partition === partition) {
+        await this.copySegment(segment, buffer, sink);
+        cursor++;
       }
-    } catch (cause) {
-      throw ioError('read a spill file', this.path, cause);
+      this.cursors[r] = cursor;
+    }
+  }
+
+  private async copySegment(segment: SpillSegment, buffer: Uint8Array, sink: (bytes: Uint8Array) => Promise<void>): Promise<void> {
+    for (let done = 0; done < segment.length; ) {
+      const want = Math.min(buffer.byteLength, segment.length - done);
+      let bytesRead: number;
+      try {
+        ({ bytesRead } = await this.handle!.read(buffer, 0, want, segment.offset + done));
+      } catch (cause) {
+        throw ioError('read a spill file', this.path, cause);
+      }
+      if (bytesRead === 0) {
+        throw ioError('read a spill file', this.path, new Error(`it ends at ${segment.offset + done}, a segment runs to ${segment.offset + segment.length}`));
+      }
+      await sink(buffer.subarray(0, bytesRead));
+      done += bytesRead;
     }
   }
 

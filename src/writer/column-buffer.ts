@@ -1,5 +1,6 @@
 import type { FieldNodeInfo } from '../format/ipc-message.js';
 import type { ColumnLayout } from './column-layout.js';
+import type { SourceColumn } from './source-column.js';
 import { countZeroBits, setBits } from './split-bits.js';
 
 const EMPTY = new Uint8Array(0);
@@ -68,6 +69,22 @@ export class ColumnBuffer {
       case 'binary':
         return validity + (rows + 1) * layout.offsetWidth + this.dataLength;
     }
+  }
+
+  /** This buffer's first `rows` rows as a split source (to append them to another buffer). */
+  asSource(rows: number): SourceColumn {
+    const binary = this.layout.kind === 'binary';
+    return {
+      layout: this.layout,
+      length: rows,
+      validity: this.validity !== null && countZeroBits(this.validity, rows) > 0 ? this.validity : null,
+      bitOffset: 0,
+      bytes: binary ? this.data : this.values,
+      words16: this.values16,
+      words32: this.values32,
+      offsets: binary ? this.values32 : null,
+      offsetStride: this.layout.kind === 'binary' && this.layout.offsetWidth === 8 ? 2 : 1,
+    };
   }
 
   /** Drops every buffer (capacity 0); returns the bytes released. */

@@ -127,6 +127,13 @@ export class ShuffleWriter implements Reclaimable {
   /** rows the scratch arrays (partition ids, row ids, hashes) are reserved for */
   private scratchRows = 0;
   private readonly buffers: (PartitionBuffer | undefined)[];
+  /** per partition, small evictions parked uncompressed until they make one full batch */
+  private readonly merged: (PartitionBuffer | undefined)[];
+  /** row ids 0, 1, 2, ...: appends whole buffers with the split functions */
+  private identity = new Uint32Array(0);
+  private readonly mergeMinRows: number;
+  /** the partition whose merge buffer is being appended to or emitted (reclaim leaves it alone) */
+  private mergeBusy = -1;
   /** partitions whose buffers the chunk being split relies on: reclaim leaves them alone */
   private readonly pinned: Uint8Array;
   private readonly partitionRowCounts: number[];
@@ -163,6 +170,8 @@ export class ShuffleWriter implements Reclaimable {
     this.store = new PayloadStore(n, this.reservation, this.options.spillDir);
     this.rows = new PartitionRows(n);
     this.buffers = new Array<PartitionBuffer | undefined>(n);
+    this.merged = new Array<PartitionBuffer | undefined>(n);
+    this.mergeMinRows = Math.floor(this.options.maxBatchRows * MERGE_THRESHOLD);
     this.pinned = new Uint8Array(n);
     this.partitionRowCounts = new Array<number>(n).fill(0);
   }
@@ -222,14 +231,13 @@ export class ShuffleWriter implements Reclaimable {
     try {
       if (this.outputSchema === null) throw new ShuffleError('CS_INVALID_ARGUMENT', 'finish() before any batch: pass `schema` to create() to write an empty output');
       for (let p = 0; p < this.buffers.length; p++) {
+        this.pinned[p] = 1;
         const buffer = this.buffers[p];
-        if (buffer === undefined) continue;
-        if (buffer.filled > 0) {
-          this.pinned[p] = 1;
-          await this.evict(p, buffer);
-          this.pinned[p] = 0;
-        }
-        this.releaseBuffer(p);
+        if (buffer !== undefined && buffer.filled > 0) await this.evict(p, buffer);
+        const merged = this.merged[p];
+        if (merged !== undefined && merged.filled > 0) await this.emit(p, merged);
+        this.pinned[p] = 0;
+        this.release(p);
       }
       this.releaseScratch();
       await this.store.merge(this.output, encodeSchemaMessage(this.outputSchema));
@@ -272,36 +280,51 @@ export class ShuffleWriter implements Reclaimable {
   /**
    * Gives memory back to the pool (Gluten's reclaimFixedSize), in this order:
    * write every cached payload to one new spill file in partition order; then
-   * drop empty partition buffers; then evict filled partition buffers, largest
-   * first, into a spill file (stored uncompressed, which needs no memory). The
-   * partitions the current chunk is being split into are never touched.
+   * free partition and merge buffers, largest first: empty ones are dropped,
+   * filled ones go to a spill file with their rows stored uncompressed (which
+   * needs no memory). The partitions the current chunk is being split into are
+   * never touched.
    */
-  async reclaim(bytes: number): Promise<number> {
+  async reclaim(requested: number): Promise<number> {
     if (this.state !== 'open' && this.state !== 'finishing') return 0;
+    // free at least half of what this writer holds: a little headroom saves many tiny spills
+    const bytes = Math.max(requested, Math.floor(this.reservation.size / 2));
     await Promise.allSettled(this.inFlight.map((f) => f.done));
     let freed = await this.store.spill();
     if (freed >= bytes) return freed;
-    const candidates = this.buffers
-      .map((buffer, p) => ({ buffer, p }))
-      .filter((c): c is { buffer: PartitionBuffer; p: number } => c.buffer !== undefined && this.pinned[c.p] === 0)
-      .sort((a, b) => bufferBytes(b.buffer) - bufferBytes(a.buffer));
-    const evicted = new Map<number, EncodedMessage>();
+    // partition buffers the current chunk relies on are pinned; merge buffers are not used by the
+    // split, so only the one being appended to or emitted right now is off limits
+    const evictable = (p: number) => ({
+      buffer: this.pinned[p] === 0 ? this.buffers[p] : undefined,
+      merged: p !== this.mergeBusy ? this.merged[p] : undefined,
+    });
+    const candidates = [...this.buffers.keys()]
+      .map((p) => ({ p, ...evictable(p) }))
+      .filter((c) => c.buffer !== undefined || c.merged !== undefined)
+      .map((c) => ({ ...c, held: bufferBytes(c.buffer) + bufferBytes(c.merged) }))
+      .sort((a, b) => b.held - a.held);
+    const evicted = new Map<number, EncodedMessage[]>();
     let planned = freed;
-    for (const { buffer, p } of candidates) {
+    for (const { p, buffer, merged, held } of candidates) {
       if (planned >= bytes) break;
-      planned += bufferBytes(buffer);
-      if (buffer.filled === 0) {
-        freed += this.releaseBuffer(p);
-        continue;
+      planned += held;
+      const messages: EncodedMessage[] = [];
+      for (const source of [merged, buffer]) {
+        if (source === undefined || source.filled === 0) continue;
+        const nodes: FieldNodeInfo[] = [];
+        const views: Uint8Array[] = [];
+        for (const column of source.columns) column.snapshot(source.filled, nodes, views, false);
+        messages.push(await encodeRecordBatchMessage(source.filled, nodes, views, this.codec, STORE_RAW));
       }
-      const nodes: FieldNodeInfo[] = [];
-      const views: Uint8Array[] = [];
-      for (const column of buffer.columns) column.snapshot(buffer.filled, nodes, views, false);
-      evicted.set(p, await encodeRecordBatchMessage(buffer.filled, nodes, views, this.codec, STORE_RAW));
+      if (messages.length > 0) evicted.set(p, messages);
+      else freed += this.release(p, buffer !== undefined, merged !== undefined);
     }
     if (evicted.size > 0) {
       freed += await this.store.spill(evicted);
-      for (const p of evicted.keys()) freed += this.releaseBuffer(p);
+      for (const p of evicted.keys()) {
+        const { buffer, merged } = evictable(p);
+        freed += this.release(p, buffer !== undefined, merged !== undefined);
+      }
     }
     return freed;
   }
@@ -334,9 +357,10 @@ export class ShuffleWriter implements Reclaimable {
   }
 
   private releaseScratch(): void {
-    this.reservation.shrink(this.scratchRows * SCRATCH_BYTES_PER_ROW);
+    this.reservation.shrink(this.scratchRows * SCRATCH_BYTES_PER_ROW + this.identity.byteLength);
     this.scratchRows = 0;
     this.partitionIds = new Uint32Array(0);
+    this.identity = new Uint32Array(0);
   }
 
   /**
@@ -486,11 +510,37 @@ export class ShuffleWriter implements Reclaimable {
   }
 
   /**
-   * Turns partition p's filled rows into a payload: copied now (memory reserved
-   * first, with room for the compression output), compressed in the background,
-   * cached in the payload store. The caller pins p.
+   * Turns partition p's filled rows into a payload. Small evictions (at most
+   * mergeMinRows, a quarter of maxBatchRows) are parked uncompressed in the
+   * partition's merge buffer until it would exceed maxBatchRows (Gluten's
+   * PayloadMerger: few large batches compress better and read faster than many
+   * small ones); a larger eviction first emits the parked rows, which are older.
+   * The caller pins p.
    */
   private async evict(p: number, buffer: PartitionBuffer): Promise<void> {
+    this.mergeBusy = p;
+    try {
+      const merged = this.merged[p];
+      if (buffer.filled <= this.mergeMinRows) {
+        if (merged !== undefined && merged.filled + buffer.filled > this.options.maxBatchRows) await this.emit(p, merged);
+        await this.appendToMerged(p, buffer);
+        const full = this.merged[p]!;
+        if (full.filled >= this.options.maxBatchRows) await this.emit(p, full);
+        return;
+      }
+      if (merged !== undefined && merged.filled > 0) await this.emit(p, merged);
+      await this.emit(p, buffer);
+    } finally {
+      this.mergeBusy = -1;
+    }
+  }
+
+  /**
+   * Makes `buffer`'s filled rows a payload: copied now (memory reserved first,
+   * with room for the compression output), compressed in the background,
+   * cached in the payload store.
+   */
+  private async emit(p: number, buffer: PartitionBuffer): Promise<void> {
     let raw = 0;
     for (const column of buffer.columns) raw += column.snapshotBytes(buffer.filled);
     const reserved = this.codec === null ? raw + MESSAGE_OVERHEAD_BYTES : 2 * raw + MESSAGE_OVERHEAD_BYTES + Math.ceil(raw / 128);
@@ -510,13 +560,59 @@ export class ShuffleWriter implements Reclaimable {
     this.inFlightBytes += raw;
   }
 
-  /** Frees partition p's buffers; returns the bytes released. */
-  private releaseBuffer(p: number): number {
-    const buffer = this.buffers[p];
-    if (buffer === undefined) return 0;
+  /** Appends `buffer`'s filled rows to partition p's merge buffer (growing it, memory reserved first) and clears `buffer`. */
+  private async appendToMerged(p: number, buffer: PartitionBuffer): Promise<void> {
+    const rows = buffer.filled;
+    let merged = this.merged[p];
+    if (merged === undefined) {
+      merged = { capacity: 0, filled: 0, columns: this.layouts.map((layout) => new ColumnBuffer(layout)) };
+      this.merged[p] = merged;
+    }
+    if (this.identity.length < rows) {
+      await this.reservation.grow(this.options.maxBatchRows * 4 - this.identity.byteLength);
+      this.identity = Uint32Array.from({ length: this.options.maxBatchRows }, (_, i) => i);
+    }
+    const sources = buffer.columns.map((column) => column.asSource(rows));
+    const needed = merged.filled + rows;
+    const capacity = needed > merged.capacity ? Math.min(this.options.maxBatchRows, Math.max(needed, merged.capacity * 2)) : merged.capacity;
+    let changed = capacity !== merged.capacity;
+    let planned = 0;
+    const plans = merged.columns.map((column, c) => {
+      const validity = column.validity !== null || sources[c]!.validity !== null;
+      const data = grownDataCapacity(column.data.byteLength, column.dataLength + buffer.columns[c]!.dataLength);
+      if (validity !== (column.validity !== null) || data !== column.data.byteLength) changed = true;
+      planned += column.bytesFor(capacity, validity, data);
+      return { validity, data };
+    });
+    if (changed) {
+      const before = bufferBytes(merged);
+      await this.reservation.grow(planned);
+      merged.columns.forEach((column, c) => {
+        const plan = plans[c]!;
+        if (capacity !== merged!.capacity) column.resize(capacity, merged!.filled, plan.data);
+        else if (plan.data !== column.data.byteLength) column.setDataCapacity(plan.data);
+        if (plan.validity) column.ensureValidity(capacity);
+      });
+      merged.capacity = capacity;
+      this.reservation.shrink(before);
+    }
+    merged.columns.forEach((column, c) => splitColumn(sources[c]!, this.identity, 0, rows, column, merged!.filled, merged!.capacity));
+    merged.filled += rows;
+    for (const column of buffer.columns) column.clear();
+    buffer.filled = 0;
+  }
+
+  /** Frees partition p's partition buffer and/or merge buffer; returns the bytes released. */
+  private release(p: number, buffer = true, merged = true): number {
     let bytes = 0;
-    for (const column of buffer.columns) bytes += column.release();
-    this.buffers[p] = undefined;
+    if (buffer) {
+      for (const column of this.buffers[p]?.columns ?? []) bytes += column.release();
+      this.buffers[p] = undefined;
+    }
+    if (merged) {
+      for (const column of this.merged[p]?.columns ?? []) bytes += column.release();
+      this.merged[p] = undefined;
+    }
     this.reservation.shrink(bytes);
     return bytes;
   }
@@ -529,6 +625,8 @@ export class ShuffleWriter implements Reclaimable {
   }
 }
 
+/** spark.gluten.sql.columnar.shuffle.merge.threshold: evictions of at most this share of maxBatchRows are merged. */
+const MERGE_THRESHOLD = 0.25;
 /** spark.gluten.sql.columnar.shuffle.compression.threshold: batches with fewer rows are stored uncompressed. */
 const COMPRESSION_MIN_ROWS = 100;
 /** Per-row scratch: partition id, row id and key hash, 4 bytes each. */
@@ -536,9 +634,9 @@ const SCRATCH_BYTES_PER_ROW = 12;
 /** Upper bound of a record-batch message's header and length prefixes beyond its body buffers. */
 const MESSAGE_OVERHEAD_BYTES = 4096;
 
-function bufferBytes(buffer: PartitionBuffer): number {
+function bufferBytes(buffer: PartitionBuffer | undefined): number {
   let bytes = 0;
-  for (const column of buffer.columns) bytes += column.allocatedBytes;
+  for (const column of buffer?.columns ?? []) bytes += column.allocatedBytes;
   return bytes;
 }
 
