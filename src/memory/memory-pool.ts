@@ -80,27 +80,50 @@ export class MemoryPool {
     this.reservedBytes -= bytes;
   }
 
+  /** @internal whether some consumer is reclaiming right now (memory may free up soon) */
+  _anyReclaiming(): boolean {
+    for (const r of this.reservations) if (r.reclaiming !== null) return true;
+    return false;
+  }
+
   /** @internal */
   _unregister(reservation: MemoryReservation): void {
     this.reservations.delete(reservation);
   }
 
-  /** @internal Asks reclaimable consumers, largest first, to free `bytes`; returns bytes freed. */
-  async _reclaim(bytes: number, requester: MemoryReservation): Promise<number> {
+  /**
+   * @internal Asks reclaimable consumers, largest first (the requester last),
+   * to free `bytes`; returns bytes freed. A consumer that is already reclaiming
+   * for someone else is waited for instead of asked twice. Another consumer whose
+   * reclaim fails (a disk error while spilling) is skipped, its error kept as the
+   * cause should the reservation fail in the end; the requester's own failure
+   * is returned to be thrown as it is.
+   */
+  async _reclaim(bytes: number, requester: MemoryReservation): Promise<{ freed: number; errors: unknown[]; ownError: unknown }> {
     let freed = 0;
+    const errors: unknown[] = [];
+    let ownError: unknown = undefined;
     const candidates = [...this.reservations]
-      .filter((r) => r.reclaimable !== null && r.size > 0 && !r.reclaiming)
+      .filter((r) => r.reclaimable !== null && r.size > 0)
       .sort((a, b) => (a === requester ? 1 : 0) - (b === requester ? 1 : 0) || b.size - a.size);
     for (const candidate of candidates) {
       if (freed >= bytes) break;
-      candidate.reclaiming = true;
+      if (candidate.reclaiming !== null) {
+        await candidate.reclaiming.catch(() => undefined);
+        continue;
+      }
+      const reclaiming = candidate.reclaimable!.reclaim(bytes - freed);
+      candidate.reclaiming = reclaiming;
       try {
-        freed += await candidate.reclaimable!.reclaim(bytes - freed);
+        freed += await reclaiming;
+      } catch (error) {
+        if (candidate === requester) ownError = error;
+        else errors.push(error);
       } finally {
-        candidate.reclaiming = false;
+        candidate.reclaiming = null;
       }
     }
-    return freed;
+    return { freed, errors, ownError };
   }
 }
 
@@ -108,8 +131,8 @@ export class MemoryPool {
 export class MemoryReservation {
   private bytes = 0;
   private peakBytes = 0;
-  /** @internal set while the pool is asking this consumer to reclaim */
-  reclaiming = false;
+  /** @internal the reclaim the pool is running on this consumer, if any */
+  reclaiming: Promise<number> | null = null;
 
   /** @internal */
   constructor(
@@ -142,13 +165,16 @@ export class MemoryReservation {
    */
   async grow(bytes: number): Promise<void> {
     if (this.tryGrow(bytes)) return;
-    for (let attempt = 0; attempt < 3; attempt++) {
+    const errors: unknown[] = [];
+    for (let attempt = 0; attempt < MAX_RECLAIM_ROUNDS; attempt++) {
       const missing = bytes - this.pool.available;
-      const freed = await this.pool._reclaim(missing, this);
+      const result = await this.pool._reclaim(missing, this);
+      if (result.ownError !== undefined) throw result.ownError; // e.g. this consumer's own spill hit a full disk
+      errors.push(...result.errors);
       if (this.tryGrow(bytes)) return;
-      if (freed === 0) break;
+      if (result.freed === 0 && result.errors.length === 0 && !this.pool._anyReclaiming()) break;
     }
-    throw new MemoryLimitError(this.name, bytes, this.bytes, this.pool);
+    throw new MemoryLimitError(this.name, bytes, this.bytes, this.pool, errors[0]);
   }
 
   /** Releases `bytes` of this reservation. */
@@ -173,6 +199,9 @@ export class MemoryReservation {
   }
 }
 
+/** Rounds of asking consumers to free memory before a grow gives up. */
+const MAX_RECLAIM_ROUNDS = 4;
+
 function assertBytes(bytes: number): void {
   if (!(Number.isSafeInteger(bytes) && bytes >= 0)) throw new RangeError(`a reservation change must be a whole number of bytes >= 0, got ${bytes}`);
 }
@@ -183,7 +212,7 @@ export class MemoryLimitError extends ShuffleError {
   readonly requester: string;
   readonly requested: number;
 
-  constructor(requester: string, requested: number, held: number, pool: MemoryPool) {
+  constructor(requester: string, requested: number, held: number, pool: MemoryPool, cause?: unknown) {
     const top = pool
       .consumers()
       .slice(0, 3)
@@ -192,7 +221,10 @@ export class MemoryLimitError extends ShuffleError {
     super(
       'CS_MEMORY_LIMIT',
       `${requester} asked for ${requested} more bytes (holding ${held}) but the pool has ${pool.available} of ${pool.limit} left ` +
-        `and nothing more could be freed (largest consumers: ${top})`,
+        `and nothing more could be freed (largest consumers: ${top})` +
+        (cause instanceof Error ? `; a reclaim failed: ${cause.message}` : ''),
+      {},
+      { cause },
     );
     this.requester = requester;
     this.requested = requested;

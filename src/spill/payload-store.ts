@@ -10,8 +10,6 @@ interface CachedPayload {
   reserved: number;
 }
 
-/** Read buffer used to copy spilled segments into the data file. */
-const MERGE_BUFFER_BYTES = 1024 * 1024;
 
 /**
  * Where a writer's payloads (encoded record-batch messages) live until the
@@ -40,6 +38,8 @@ export class PayloadStore {
     numPartitions: number,
     private readonly reservation: MemoryReservation,
     private readonly spillDir: string,
+    /** read buffer used to copy spilled segments into the data file */
+    private readonly mergeBufferBytes: number,
   ) {
     this.cached = Array.from({ length: numPartitions }, () => []);
     this.batchCounts = new Array<number>(numPartitions).fill(0);
@@ -80,15 +80,22 @@ export class PayloadStore {
     const partitions = taken.map((list, p) => (list.length > 0 || extra.has(p) ? p : -1)).filter((p) => p >= 0);
     if (partitions.length === 0) return 0;
     let released = 0;
-    this.spillFile ??= await SpillFile.create(this.spillDir);
-    const file = this.spillFile;
-    const before = file.bytesWritten;
-    file.beginRun();
-    for (const p of partitions) {
-      const chunks: Uint8Array[] = [];
-      for (const payload of taken[p]!) chunks.push(...(await payload.message).chunks);
-      for (const message of extra.get(p) ?? []) chunks.push(...message.chunks);
-      await file.writeSegment(p, chunks);
+    try {
+      this.spillFile ??= await SpillFile.create(this.spillDir);
+      const file = this.spillFile;
+      file.beginRun();
+      for (const p of partitions) {
+        const chunks: Uint8Array[] = [];
+        for (const payload of taken[p]!) chunks.push(...(await payload.message).chunks);
+        for (const message of extra.get(p) ?? []) chunks.push(...message.chunks);
+        await file.writeSegment(p, chunks);
+      }
+      this.spilledBytes += file.endRun();
+    } catch (error) {
+      // nothing moved: the run is dropped and the payloads stay cached, ahead of any added meanwhile
+      this.spillFile?.abandonRun();
+      taken.forEach((list, p) => this.cached[p]!.unshift(...list));
+      throw error;
     }
     for (const list of taken) {
       for (const payload of list) {
@@ -99,7 +106,6 @@ export class PayloadStore {
       }
     }
     for (const [p, messages] of extra) this.batchCounts[p]! += messages.length;
-    this.spilledBytes += file.bytesWritten - before;
     return released;
   }
 
@@ -110,9 +116,9 @@ export class PayloadStore {
    * without payloads is left empty (zero bytes).
    */
   async merge(output: DataFileWriter, schemaMessage: Uint8Array): Promise<void> {
-    await this.reservation.grow(MERGE_BUFFER_BYTES);
+    await this.reservation.grow(this.mergeBufferBytes);
     this.merging = true;
-    const buffer = new Uint8Array(MERGE_BUFFER_BYTES);
+    const buffer = new Uint8Array(this.mergeBufferBytes);
     try {
       for (let p = 0; p < this.cached.length; p++) {
         output.beginPartition(p);
@@ -125,7 +131,7 @@ export class PayloadStore {
         output.endPartition();
       }
     } finally {
-      this.reservation.shrink(MERGE_BUFFER_BYTES);
+      this.reservation.shrink(this.mergeBufferBytes);
     }
   }
 

@@ -53,10 +53,26 @@ export class SpillFile {
     return this.runs.length;
   }
 
+  private runStart = 0;
+
   /** Starts the next run (one spill). */
   beginRun(): void {
     this.runs.push([]);
     this.cursors.push(0);
+    this.runStart = this.position;
+  }
+
+  /** Completes the current run; returns its bytes. */
+  endRun(): number {
+    return this.position - this.runStart;
+  }
+
+  /** Forgets the current run after a failed write (its bytes are overwritten by the next run). */
+  abandonRun(): void {
+    if (this.runs.length === 0) return;
+    this.runs.pop();
+    this.cursors.pop();
+    this.position = this.runStart;
   }
 
   /** Appends partition p's payload chunks as one segment of the current run; partitions must ascend within a run. */

@@ -87,6 +87,8 @@ interface PartitionBuffer {
   capacity: number;
   filled: number;
   columns: ColumnBuffer[];
+  /** > 0 while an emit is copying this buffer: reclaim leaves it alone */
+  busy: number;
 }
 
 type WriterState = 'open' | 'finishing' | 'finished' | 'aborted';
@@ -110,6 +112,8 @@ type WriterState = 'open' | 'finishing' | 'finished' | 'aborted';
  */
 export class ShuffleWriter implements Reclaimable {
   private state: WriterState = 'open';
+  /** set when a spill asked for by another writer failed in a way that cost this writer rows */
+  private failure: unknown = null;
   private readonly options: Required<Omit<ShuffleWriterOptions, 'schema' | 'codec' | 'memoryPool'>>;
   private readonly codec: Codec | null;
   private readonly advisor = new CompressionAdvisor();
@@ -167,7 +171,9 @@ export class ShuffleWriter implements Reclaimable {
     this.output = output;
     this.reservation = pool.register(`ShuffleWriter[map ${this.options.mapId}]`, this);
     const n = options.numPartitions;
-    this.store = new PayloadStore(n, this.reservation, this.options.spillDir);
+    // the merge's read buffer: 1 MiB, less in a small pool
+    const mergeBuffer = Number.isFinite(pool.limit) ? Math.min(1 << 20, Math.max(64 << 10, Math.floor(pool.limit / 8))) : 1 << 20;
+    this.store = new PayloadStore(n, this.reservation, this.options.spillDir, mergeBuffer);
     this.rows = new PartitionRows(n);
     this.buffers = new Array<PartitionBuffer | undefined>(n);
     this.merged = new Array<PartitionBuffer | undefined>(n);
@@ -199,7 +205,7 @@ export class ShuffleWriter implements Reclaimable {
    * the writer stays usable; any other failure (memory, disk) aborts the writer.
    */
   async write(batch: RecordBatch): Promise<void> {
-    this.assertOpen('write');
+    await this.assertUsable('write');
     if (this.inputSchema === null) this.bindSchema(batch.schema);
     else if (batch.schema !== this.lastCheckedSchema) {
       // comparing schemas is slow; producers usually hand over the same Schema object every time
@@ -226,7 +232,7 @@ export class ShuffleWriter implements Reclaimable {
 
   /** Flushes every partition buffer, merges spilled and cached payloads into the data file, writes the index and checksums and commits. */
   async finish(): Promise<ShuffleWriteResult> {
-    this.assertOpen('finish');
+    await this.assertUsable('finish');
     this.state = 'finishing';
     try {
       if (this.outputSchema === null) throw new ShuffleError('CS_INVALID_ARGUMENT', 'finish() before any batch: pass `schema` to create() to write an empty output');
@@ -292,41 +298,74 @@ export class ShuffleWriter implements Reclaimable {
     await Promise.allSettled(this.inFlight.map((f) => f.done));
     let freed = await this.store.spill();
     if (freed >= bytes) return freed;
-    // partition buffers the current chunk relies on are pinned; merge buffers are not used by the
-    // split, so only the one being appended to or emitted right now is off limits
-    const evictable = (p: number) => ({
-      buffer: this.pinned[p] === 0 ? this.buffers[p] : undefined,
-      merged: p !== this.mergeBusy ? this.merged[p] : undefined,
-    });
+    // Partition buffers the current chunk relies on are pinned; merge buffers are not used by the
+    // split, so only the one being appended to or emitted right now is off limits. The chosen
+    // buffers are detached synchronously, before any await, so the writer (which may be running
+    // between our awaits when another writer asked for memory) can no longer touch them.
     const candidates = [...this.buffers.keys()]
-      .map((p) => ({ p, ...evictable(p) }))
+      .map((p) => ({
+        p,
+        buffer: this.pinned[p] === 0 && this.buffers[p]?.busy === 0 ? this.buffers[p] : undefined,
+        merged: p !== this.mergeBusy && this.merged[p]?.busy === 0 ? this.merged[p] : undefined,
+      }))
       .filter((c) => c.buffer !== undefined || c.merged !== undefined)
       .map((c) => ({ ...c, held: bufferBytes(c.buffer) + bufferBytes(c.merged) }))
       .sort((a, b) => b.held - a.held);
-    const evicted = new Map<number, EncodedMessage[]>();
+    const detached: { p: number; merged: PartitionBuffer | undefined; buffer: PartitionBuffer | undefined }[] = [];
     let planned = freed;
     for (const { p, buffer, merged, held } of candidates) {
       if (planned >= bytes) break;
       planned += held;
+      if (buffer !== undefined) this.buffers[p] = undefined;
+      if (merged !== undefined) this.merged[p] = undefined;
+      detached.push({ p, merged, buffer });
+    }
+    const evicted = new Map<number, EncodedMessage[]>();
+    for (const { p, merged, buffer } of detached) {
       const messages: EncodedMessage[] = [];
       for (const source of [merged, buffer]) {
-        if (source === undefined || source.filled === 0) continue;
+        if (source === undefined || source.filled === 0) continue; // merged rows are older: first
         const nodes: FieldNodeInfo[] = [];
         const views: Uint8Array[] = [];
         for (const column of source.columns) column.snapshot(source.filled, nodes, views, false);
         messages.push(await encodeRecordBatchMessage(source.filled, nodes, views, this.codec, STORE_RAW));
       }
       if (messages.length > 0) evicted.set(p, messages);
-      else freed += this.release(p, buffer !== undefined, merged !== undefined);
     }
-    if (evicted.size > 0) {
-      freed += await this.store.spill(evicted);
-      for (const p of evicted.keys()) {
-        const { buffer, merged } = evictable(p);
-        freed += this.release(p, buffer !== undefined, merged !== undefined);
+    try {
+      if (evicted.size > 0) freed += await this.store.spill(evicted);
+    } catch (error) {
+      // the spill kept nothing: the buffers go back where the writer has not made new ones meanwhile
+      for (const { p, merged, buffer } of detached) {
+        const mergedBack = merged !== undefined && this.merged[p] === undefined;
+        const bufferBack = buffer !== undefined && this.buffers[p] === undefined && (merged === undefined || mergedBack);
+        if (mergedBack) this.merged[p] = merged;
+        if (bufferBack) this.buffers[p] = buffer;
+        // rows that cannot go back in order are lost to this output: the writer must fail
+        if ((!mergedBack && merged !== undefined) || (!bufferBack && buffer !== undefined)) this.failure ??= error;
+        if (!mergedBack) this.releaseDetached(merged);
+        if (!bufferBack) this.releaseDetached(buffer);
       }
+      throw error;
     }
+    for (const { merged, buffer } of detached) freed += this.releaseDetached(merged) + this.releaseDetached(buffer);
     return freed;
+  }
+
+  /** Releases the memory of a buffer the writer no longer references; returns the bytes. */
+  private releaseDetached(buffer: PartitionBuffer | undefined): number {
+    let bytes = 0;
+    for (const column of buffer?.columns ?? []) bytes += column.release();
+    this.reservation.shrink(bytes);
+    return bytes;
+  }
+
+  private async assertUsable(action: string): Promise<void> {
+    this.assertOpen(action);
+    if (this.failure !== null) {
+      await this.abort();
+      throw this.failure;
+    }
   }
 
   private assertOpen(action: string): void {
@@ -467,7 +506,7 @@ export class ShuffleWriter implements Reclaimable {
       const incoming = rows.rowCount(p);
       let buffer = this.buffers[p];
       if (buffer === undefined) {
-        buffer = { capacity: 0, filled: 0, columns: this.layouts.map((layout) => new ColumnBuffer(layout)) };
+        buffer = { capacity: 0, filled: 0, columns: this.layouts.map((layout) => new ColumnBuffer(layout)), busy: 0 };
         this.buffers[p] = buffer;
       }
       const target = targetCapacity(buffer.capacity, preferred, incoming, this.options.resizeThreshold);
@@ -544,7 +583,12 @@ export class ShuffleWriter implements Reclaimable {
     let raw = 0;
     for (const column of buffer.columns) raw += column.snapshotBytes(buffer.filled);
     const reserved = this.codec === null ? raw + MESSAGE_OVERHEAD_BYTES : 2 * raw + MESSAGE_OVERHEAD_BYTES + Math.ceil(raw / 128);
-    await this.reservation.grow(reserved);
+    buffer.busy++;
+    try {
+      await this.reservation.grow(reserved);
+    } finally {
+      buffer.busy--;
+    }
     const nodes: FieldNodeInfo[] = [];
     const bodyBuffers: Uint8Array[] = [];
     for (const column of buffer.columns) {
@@ -565,7 +609,7 @@ export class ShuffleWriter implements Reclaimable {
     const rows = buffer.filled;
     let merged = this.merged[p];
     if (merged === undefined) {
-      merged = { capacity: 0, filled: 0, columns: this.layouts.map((layout) => new ColumnBuffer(layout)) };
+      merged = { capacity: 0, filled: 0, columns: this.layouts.map((layout) => new ColumnBuffer(layout)), busy: 0 };
       this.merged[p] = merged;
     }
     if (this.identity.length < rows) {
