@@ -31,6 +31,7 @@ import { MetadataVersion } from 'apache-arrow/enum';
 import { FileBlock, Footer } from 'apache-arrow/ipc/metadata/file';
 import { Message } from 'apache-arrow/ipc/metadata/message';
 import { main, USAGE } from '../src/cli/main.js';
+import { parseByteSize } from '../src/cli/args.js';
 import { ShuffleVerifier } from '../src/cli/demo-verify.js';
 import { narrowBatch, NARROW_SCHEMA } from '../src/cli/demo-data.js';
 import { createProgress, render } from '../src/cli/progress.js';
@@ -77,6 +78,10 @@ function json(run: Run): Record<string, unknown> & WriteJson {
 
 interface WriteJson {
   rows: number;
+  memoryLimit: number | null;
+  spills: number;
+  spilledBytes: number;
+  peakMemoryBytes: number;
   batches: number;
   partitions: number;
   bytesWritten: number;
@@ -281,6 +286,118 @@ describe('write', () => {
     expect(run.stdout).toContain('hash(id, name)');
     expect(run.stdout).toContain(`${join(dir, 'human')}.data`);
     expect(run.stdout.split('\n').length).toBeLessThan(10);
+  });
+});
+
+// ---------------------------------------------------------------- memory limit and spilling
+
+describe('--memory-limit and --spill-dir', () => {
+  const MiB = 1024 * 1024;
+
+  test.each([
+    ['1', 1],
+    ['1048576', MiB],
+    ['1_048_576', MiB],
+    ['4096B', 4096],
+    ['512KiB', 512 * 1024],
+    ['64MiB', 64 * MiB],
+    ['64mib', 64 * MiB],
+    ['64 MiB', 64 * MiB],
+    [' 2MiB ', 2 * MiB],
+    ['1GiB', 1024 * MiB],
+    ['1.5GiB', 1536 * MiB],
+    ['0.5KiB', 512],
+    ['1.3KiB', 1331], // 1331.2 bytes, rounded down
+    ['2TiB', 2 * 1024 ** 4],
+    ['100KB', 100_000],
+    ['64MB', 64_000_000],
+    ['1.5GB', 1_500_000_000],
+    ['1TB', 1e12],
+  ])('parses %j as %d bytes', (text, bytes) => {
+    expect(parseByteSize(text)).toBe(bytes);
+  });
+
+  test.each([
+    '', '0', '0MiB', '0.1B', '0.0001KiB', '-1', '-1MiB', '1.5', '.5MiB', '1.MiB', 'MiB', '64M', '64m', '64Mi', '64XB',
+    '1e9', '0x100', '64MiBs', '64 MiB extra', '64  MiB', '1,5GiB', 'NaN', 'Infinity', '9007199254740992', '9999999TiB',
+  ])('refuses %j', (text) => {
+    expect(parseByteSize(text)).toBeNull();
+  });
+
+  let input: string;
+  const inputRows = 120_000;
+  const verifier = (partitions: number) => {
+    const v = new ShuffleVerifier(NARROW_SCHEMA, 'key', partitions);
+    for (let done = 0, seed = 1; done < inputRows; seed++, done += 8192) v.addInput(narrowBatch(Math.min(8192, inputRows - done), seed));
+    return v;
+  };
+  beforeAll(async () => {
+    // ~5 MiB of Arrow buffers: five times the limit the tests set
+    const batches: RecordBatch[] = [];
+    for (let done = 0, seed = 1; done < inputRows; seed++, done += 8192) batches.push(narrowBatch(Math.min(8192, inputRows - done), seed));
+    input = join(dir, 'narrow.arrows');
+    await writeFile(input, tableToIPC(new Table(batches), 'stream'));
+  });
+
+  test('a write under 1 MiB spills, stays within the limit, leaves no spill file, and read gives back every row', async () => {
+    const spillDir = await mkdtemp(join(tmpdir(), 'columnar-shuffle-cli-spill-'));
+    try {
+      const prefix = join(dir, 'spilled');
+      const partitions = 16;
+      const result = json(await cli('write', input, '-p', String(partitions), '-k', 'key', '-o', prefix, '--memory-limit', '1MiB', '--spill-dir', spillDir, '--json'));
+      expect(result.rows).toBe(inputRows);
+      expect(result.memoryLimit).toBe(MiB);
+      expect(result.spills).toBeGreaterThan(0);
+      expect(result.spilledBytes).toBeGreaterThan(0);
+      expect(result.peakMemoryBytes).toBeGreaterThan(0);
+      expect(result.peakMemoryBytes).toBeLessThanOrEqual(MiB);
+      expect(await readdir(spillDir)).toEqual([]);
+
+      const check = verifier(partitions);
+      for (let p = 0; p < partitions; p++) {
+        const run = await cli('read', prefix, '-P', String(p));
+        expect(run.code).toBe(0);
+        for (const b of tableFromIPC(run.stdoutBytes).batches) check.addOutput(p, b);
+      }
+      expect(check.problems(result.partitionRows)).toEqual([]);
+    } finally {
+      await rm(spillDir, { recursive: true, force: true });
+    }
+  });
+
+  test('without --memory-limit nothing spills, and --json says so', async () => {
+    const result = json(await cli('write', input, '-p', '16', '-k', 'key', '-o', join(dir, 'unlimited'), '--json'));
+    expect(result).toMatchObject({ rows: inputRows, memoryLimit: null, spills: 0, spilledBytes: 0 });
+    expect(result.peakMemoryBytes).toBeGreaterThan(0);
+  });
+
+  test('the human summary mentions the spills and the peak memory', async () => {
+    const spillDir = await mkdtemp(join(tmpdir(), 'columnar-shuffle-cli-spill-'));
+    try {
+      const run = await cli('write', input, '-p', '4', '-k', 'key', '-o', join(dir, 'spilled-human'), '--memory-limit', '1048576', '--spill-dir', spillDir);
+      expect(run.code).toBe(0);
+      expect(run.stderr).toBe('');
+      expect(run.stdout).toMatch(/^  [\d,]+ spills?, [\d.]+ [KMG]?i?B spilled to disk; peak memory [\d.]+ [KM]iB \(limit 1\.00 MiB\)$/m);
+      expect(await readdir(spillDir)).toEqual([]);
+    } finally {
+      await rm(spillDir, { recursive: true, force: true });
+    }
+  });
+
+  test('a missing --spill-dir is CS_FILE_NOT_FOUND naming it, and no output appears', async () => {
+    const before = await readdir(dir);
+    const run = await cli('write', input, '-p', '4', '-k', 'key', '-o', join(dir, 'no-spill-dir'), '--memory-limit', '1MiB', '--spill-dir', join(dir, 'no-such-spill-dir'));
+    expect(run.code).toBe(1);
+    expect(errorLine(run)).toMatch(/CS_FILE_NOT_FOUND: the spill directory does not exist .*no-such-spill-dir/);
+    expect(await readdir(dir)).toEqual(before);
+  });
+
+  test('demo --memory-limit spills and still verifies', async () => {
+    const run = await cli('demo', '--rows', '60000', '--partitions', '8', '--memory-limit', '1MiB');
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/memory\s+limit 1\.00 MiB, peak [\d.]+ [KM]iB, [\d,]+ spills? \(/);
+    expect(run.stdout).toMatch(/verdict\s+verified/);
   });
 });
 
@@ -526,6 +643,12 @@ describe('errors', () => {
     [['write', 'in.arrow', '-p', '2', '-o', 'x', '-k', 'id', '--partitioning', 'single'], /--key does not apply to single/],
     [['write', 'in.arrow', '-p', '2', '-o', 'x', '-k', 'id', '--codec', 'gzip'], /--codec must be one of lz4, zstd, none/],
     [['write', 'a.arrow', 'b.arrow', '-p', '2', '-o', 'x', '-k', 'id'], /unexpected argument 'b.arrow'/],
+    [['write', 'in.arrow', '-p', '2', '-o', 'x', '-k', 'id', '--memory-limit', '0'], /--memory-limit must be a size in bytes >= 1, .*got '0'/],
+    [['write', 'in.arrow', '-p', '2', '-o', 'x', '-k', 'id', '--memory-limit', '64M'], /--memory-limit must be a size .*got '64M'/],
+    [['write', 'in.arrow', '-p', '2', '-o', 'x', '-k', 'id', '--memory-limit=-1MiB'], /--memory-limit must be a size .*got '-1MiB'/],
+    [['write', 'in.arrow', '-p', '2', '-o', 'x', '-k', 'id', '--memory-limit'], /--memory-limit/],
+    [['write', 'in.arrow', '-p', '2', '-o', 'x', '-k', 'id', '--spill-dir='], /--spill-dir is empty/],
+    [['demo', '--memory-limit', 'lots'], /--memory-limit must be a size .*got 'lots'/],
     [['read', 'prefix'], /missing required option --partition/],
     [['read', 'prefix', '--partition', '-1'], /--partition/],
     [['inspect'], /missing the shuffle output <prefix>/],

@@ -141,7 +141,8 @@ export class ShuffleWriter implements Reclaimable {
   /** partitions whose buffers the chunk being split relies on: reclaim leaves them alone */
   private readonly pinned: Uint8Array;
   private readonly partitionRowCounts: number[];
-  private inFlight: { done: Promise<unknown>; bytes: number }[] = [];
+  /** payload encodings still compressing; each removes itself when it settles */
+  private readonly inFlight = new Set<Promise<void>>();
   private inFlightBytes = 0;
   private totalRows = 0;
   /** rows per partition buffer computed for the last chunk (Gluten's preAllocRowCnt) */
@@ -222,8 +223,12 @@ export class ShuffleWriter implements Reclaimable {
         await this.splitBatch(batch);
       }
       this.totalBatches++;
-      while (this.inFlightBytes > MAX_IN_FLIGHT_BYTES) await this.settleOldest();
+      while (this.inFlightBytes > MAX_IN_FLIGHT_BYTES) await Promise.race(this.inFlight);
     } catch (error) {
+      if (this.state === 'aborted') {
+        // abort() was called while this write was running: that, not its side effects, is the story
+        throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted while write() was running', {}, { cause: error });
+      }
       if (error instanceof ShuffleError && error.code === 'CS_PARTITION_ID_OUT_OF_RANGE') throw error;
       await this.abort();
       throw error;
@@ -276,7 +281,7 @@ export class ShuffleWriter implements Reclaimable {
   async abort(): Promise<void> {
     if (this.state === 'finished' || this.state === 'aborted') return;
     this.state = 'aborted';
-    await Promise.allSettled(this.inFlight.map((f) => f.done));
+    await Promise.all(this.inFlight);
     await this.store.discard();
     await this.output.abort();
     this.buffers.fill(undefined);
@@ -295,7 +300,7 @@ export class ShuffleWriter implements Reclaimable {
     if (this.state !== 'open' && this.state !== 'finishing') return 0;
     // free at least half of what this writer holds: a little headroom saves many tiny spills
     const bytes = Math.max(requested, Math.floor(this.reservation.size / 2));
-    await Promise.allSettled(this.inFlight.map((f) => f.done));
+    await Promise.all(this.inFlight);
     let freed = await this.store.spill();
     if (freed >= bytes) return freed;
     // Partition buffers the current chunk relies on are pinned; merge buffers are not used by the
@@ -600,8 +605,15 @@ export class ShuffleWriter implements Reclaimable {
     const message = encodeRecordBatchMessage(buffer.filled, nodes, bodyBuffers, this.codec, policy);
     buffer.filled = 0;
     this.store.add(p, message, reserved);
-    this.inFlight.push({ done: message, bytes: raw });
     this.inFlightBytes += raw;
+    const done: Promise<void> = message.then(
+      () => undefined,
+      () => undefined, // a failed encoding surfaces where the message is awaited (spill, merge)
+    ).finally(() => {
+      this.inFlight.delete(done);
+      this.inFlightBytes -= raw;
+    });
+    this.inFlight.add(done);
   }
 
   /** Appends `buffer`'s filled rows to partition p's merge buffer (growing it, memory reserved first) and clears `buffer`. */
@@ -661,12 +673,6 @@ export class ShuffleWriter implements Reclaimable {
     return bytes;
   }
 
-  private async settleOldest(): Promise<void> {
-    const oldest = this.inFlight.shift();
-    if (oldest === undefined) return;
-    this.inFlightBytes -= oldest.bytes;
-    await oldest.done;
-  }
 }
 
 /** spark.gluten.sql.columnar.shuffle.merge.threshold: evictions of at most this share of maxBatchRows are merged. */

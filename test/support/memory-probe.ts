@@ -1,0 +1,152 @@
+/**
+ * A child-process probe for test/memory-accounting.test.ts: runs one ShuffleWriter
+ * over narrow batches and compares the memory pool's `reserved` figure with the
+ * process's real ArrayBuffer memory (`process.memoryUsage().arrayBuffers`) after
+ * every write, each time after a full garbage collection.
+ *
+ * Run with `node --expose-gc --import tsx test/support/memory-probe.ts '<json config>'`
+ * (the test does that); prints one JSON line (`ProbeReport`) on stdout.
+ *
+ * Before each sample the probe waits until the pool's figure stops moving: a
+ * payload's compression runs on the libuv pool and, when it settles, the writer
+ * gives back the difference between its worst-case reservation and what it keeps.
+ */
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { narrowBatch } from '../../src/cli/demo-data.js';
+import type { CodecName } from '../../src/format/codec.js';
+import { MemoryPool } from '../../src/memory/memory-pool.js';
+import { ShuffleWriter } from '../../src/writer/shuffle-writer.js';
+
+export interface ProbeConfig {
+  /** pool limit in bytes; null for an unbounded pool */
+  limit: number | null;
+  codec: CodecName;
+  batches: number;
+  rows: number;
+  partitions: number;
+}
+
+export interface ProbeSample {
+  /** 1-based batch number, or 'finish' / 'dropped' */
+  after: number | 'finish' | 'dropped';
+  /** pool.reserved at the sample */
+  reserved: number;
+  /** arrayBuffers minus the baseline, after a full GC */
+  arrayBuffers: number;
+  /** arrayBuffers minus the baseline right after the write, before any GC (garbage included) */
+  arrayBuffersBeforeGc: number;
+}
+
+export interface ProbeReport {
+  config: ProbeConfig;
+  /** arrayBuffers (absolute) after the input batches were built and a GC */
+  baseline: number;
+  /** bytes of the input batches' buffers */
+  inputBytes: number;
+  samples: ProbeSample[];
+  spills: number;
+  spilledBytes: number;
+  peakMemoryBytes: number;
+  poolPeak: number;
+  /** files left in the spill directory after finish */
+  spillFilesLeft: number;
+  millis: number;
+}
+
+const gc = (globalThis as { gc?: () => void }).gc;
+
+async function fullGc(): Promise<void> {
+  if (gc === undefined) throw new Error('memory-probe needs node --expose-gc');
+  // two rounds with turns of the event loop in between, so that freed backing stores are really swept
+  for (let i = 0; i < 2; i++) {
+    gc();
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  await sleep(5);
+  gc();
+}
+
+/** Waits until pool.reserved has not changed for a few polls (in-flight compressions settled). */
+async function quiesce(pool: MemoryPool): Promise<void> {
+  let last = -1;
+  let stable = 0;
+  for (let i = 0; i < 400 && stable < 3; i++) {
+    await sleep(2);
+    if (pool.reserved === last) stable++;
+    else {
+      stable = 0;
+      last = pool.reserved;
+    }
+  }
+}
+
+const arrayBuffers = () => process.memoryUsage().arrayBuffers;
+
+export async function probe(config: ProbeConfig): Promise<ProbeReport> {
+  const started = performance.now();
+  const input = Array.from({ length: config.batches }, (_, i) => narrowBatch(config.rows, 1000 + i));
+  let inputBytes = 0;
+  for (const batch of input) for (const child of batch.data.children) for (const b of [child.values, child.valueOffsets, child.nullBitmap]) inputBytes += b?.byteLength ?? 0;
+  const outDir = await mkdtemp(join(tmpdir(), 'cs-probe-out-'));
+  const spillDir = await mkdtemp(join(tmpdir(), 'cs-probe-spill-'));
+  try {
+    await fullGc();
+    const baseline = arrayBuffers();
+    const pool = new MemoryPool(config.limit ?? Number.POSITIVE_INFINITY);
+    let writer: ShuffleWriter | null = await ShuffleWriter.create({
+      numPartitions: config.partitions,
+      partitioning: { kind: 'hash', keys: ['key'] },
+      outputPrefix: join(outDir, 'map'),
+      codec: config.codec,
+      memoryPool: pool,
+      spillDir,
+    });
+    const samples: ProbeSample[] = [];
+    const sample = async (after: ProbeSample['after']) => {
+      await quiesce(pool);
+      const arrayBuffersBeforeGc = arrayBuffers() - baseline;
+      await fullGc();
+      samples.push({ after, reserved: pool.reserved, arrayBuffers: arrayBuffers() - baseline, arrayBuffersBeforeGc });
+    };
+    for (let i = 0; i < input.length; i++) {
+      await writer.write(input[i]!);
+      await sample(i + 1);
+    }
+    const result = await writer.finish();
+    await sample('finish'); // the finished writer is still referenced here, as a caller holding it would
+    writer = null;
+    await sample('dropped');
+    const spillFilesLeft = (await readdir(spillDir)).length;
+    return {
+      config,
+      baseline,
+      inputBytes,
+      samples,
+      spills: result.spills,
+      spilledBytes: result.spilledBytes,
+      peakMemoryBytes: result.peakMemoryBytes,
+      poolPeak: pool.peak,
+      spillFilesLeft,
+      millis: Math.round(performance.now() - started),
+    };
+  } finally {
+    await rm(outDir, { recursive: true, force: true });
+    await rm(spillDir, { recursive: true, force: true });
+  }
+}
+
+const isMain = process.argv[1] !== undefined && fileURLToPath(import.meta.url) === resolve(process.argv[1]);
+if (isMain) {
+  const config = JSON.parse(process.argv[2] ?? '{}') as ProbeConfig;
+  probe(config).then(
+    (report) => process.stdout.write(`${JSON.stringify(report)}\n`),
+    (error: unknown) => {
+      process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}
