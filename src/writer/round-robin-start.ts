@@ -6,21 +6,28 @@
  * Runs once per writer, so BigInt arithmetic is fine here.
  */
 export function roundRobinStart(mapId: number, numPartitions: number): number {
-  const random = new XorShiftRandom(BigInt(mapId));
+  const random = XorShiftRandom.seededWith(BigInt(mapId));
   return random.nextInt(numPartitions);
 }
 
 const MASK64 = (1n << 64n) - 1n;
 
 /** org.apache.spark.util.random.XORShiftRandom */
-class XorShiftRandom {
+export class XorShiftRandom {
   private seed: bigint;
 
-  constructor(init: bigint) {
-    this.seed = hashSeed(init);
+  /** The generator over an internal 64-bit state (tests compare it with java.util.Random's algorithms). */
+  constructor(state: bigint) {
+    this.seed = BigInt.asUintN(64, state);
   }
 
-  private next(bits: number): number {
+  /** `new XORShiftRandom(init)`: the state is hashSeed(init). */
+  static seededWith(init: bigint): XorShiftRandom {
+    return new XorShiftRandom(hashSeed(init));
+  }
+
+  /** java.util.Random.next(bits), overridden by XORShiftRandom */
+  next(bits: number): number {
     let s = this.seed;
     s = (s ^ (s << 21n)) & MASK64;
     s ^= s >> 35n; // >>> on an unsigned 64-bit value
@@ -40,7 +47,7 @@ class XorShiftRandom {
 }
 
 /** XORShiftRandom.hashSeed: scala MurmurHash3.bytesHash over the seed's 8 big-endian bytes, twice. */
-function hashSeed(seed: bigint): bigint {
+export function hashSeed(seed: bigint): bigint {
   const bytes = new Uint8Array(8);
   new DataView(bytes.buffer).setBigInt64(0, BigInt.asIntN(64, seed), false);
   const low = scalaBytesHash(bytes, 0x3c074a61);
@@ -49,7 +56,7 @@ function hashSeed(seed: bigint): bigint {
 }
 
 /** scala.util.hashing.MurmurHash3.bytesHash (standard murmur3_x86_32 tail handling). */
-function scalaBytesHash(data: Uint8Array, seed: number): number {
+export function scalaBytesHash(data: Uint8Array, seed: number): number {
   let h = seed | 0;
   let i = 0;
   for (; i + 4 <= data.length; i += 4) {
