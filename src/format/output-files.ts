@@ -198,12 +198,12 @@ async function writeWhole(path: string, bytes: Uint8Array): Promise<void> {
   }
 }
 
-/** CS_FILE_NOT_FOUND unless `dir` exists and is a directory. */
-export async function assertDirectory(dir: string): Promise<void> {
+/** CS_FILE_NOT_FOUND unless `dir` exists and is a directory; `role` names it ("output", "spill"). */
+export async function assertDirectory(dir: string, role = 'output'): Promise<void> {
   try {
     if ((await stat(dir)).isDirectory()) return;
   } catch (cause) {
-    throw new ShuffleError('CS_FILE_NOT_FOUND', 'the output directory does not exist', { file: dir }, { cause });
+    throw new ShuffleError('CS_FILE_NOT_FOUND', `the ${role} directory does not exist`, { file: dir }, { cause });
   }
-  throw new ShuffleError('CS_FILE_NOT_FOUND', 'the output path is not in a directory', { file: dir });
+  throw new ShuffleError('CS_FILE_NOT_FOUND', `the ${role} directory is not a directory`, { file: dir });
 }

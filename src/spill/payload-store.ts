@@ -3,6 +3,16 @@ import type { DataFileWriter } from '../format/output-files.js';
 import type { MemoryReservation } from '../memory/memory-pool.js';
 import { SpillFile } from './spill-file.js';
 
+/**
+ * Messages a spill writes after a partition's cached payloads (buffers evicted
+ * under pressure): encoded just before the partition's segment is written, and
+ * told when it has been, so their memory can go one partition at a time.
+ */
+export interface ExtraMessages {
+  encode(): Promise<EncodedMessage[]>;
+  written(): void;
+}
+
 /** A payload on its way: its encoding may still be compressing. */
 interface CachedPayload {
   message: Promise<EncodedMessage>;
@@ -73,7 +83,7 @@ export class PayloadStore {
    * as one new partition-ordered run of the spill file, and releases their memory.
    * Returns the bytes released.
    */
-  async spill(extra: ReadonlyMap<number, readonly EncodedMessage[]> = new Map()): Promise<number> {
+  async spill(extra: ReadonlyMap<number, ExtraMessages> = new Map()): Promise<number> {
     if (this.merging) return 0;
     const taken = this.cached;
     this.cached = taken.map(() => []);
@@ -87,12 +97,16 @@ export class PayloadStore {
       for (const p of partitions) {
         const chunks: Uint8Array[] = [];
         for (const payload of taken[p]!) chunks.push(...(await payload.message).chunks);
-        for (const message of extra.get(p) ?? []) chunks.push(...message.chunks);
+        const more = extra.get(p);
+        const messages = more === undefined ? [] : await more.encode();
+        for (const message of messages) chunks.push(...message.chunks);
         await file.writeSegment(p, chunks);
+        this.batchCounts[p]! += messages.length;
+        more?.written();
       }
       this.spilledBytes += file.endRun();
     } catch (error) {
-      // nothing moved: the run is dropped and the payloads stay cached, ahead of any added meanwhile
+      // the run is dropped and the payloads stay cached, ahead of any added meanwhile
       this.spillFile?.abandonRun();
       taken.forEach((list, p) => this.cached[p]!.unshift(...list));
       throw error;
@@ -105,7 +119,6 @@ export class PayloadStore {
         payload.reserved = 0;
       }
     }
-    for (const [p, messages] of extra) this.batchCounts[p]! += messages.length;
     return released;
   }
 

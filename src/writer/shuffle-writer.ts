@@ -6,7 +6,7 @@ import { CompressionAdvisor, STORE_RAW } from '../format/compression-advisor.js'
 import { encodeRecordBatchMessage, encodeSchemaMessage, type EncodedMessage, type FieldNodeInfo } from '../format/ipc-message.js';
 import { assertDirectory, DataFileWriter, type OutputPaths } from '../format/output-files.js';
 import { MemoryPool, type MemoryReservation, type Reclaimable } from '../memory/memory-pool.js';
-import { PayloadStore } from '../spill/payload-store.js';
+import { PayloadStore, type ExtraMessages } from '../spill/payload-store.js';
 import { partitionBufferRows, targetCapacity } from './buffer-sizing.js';
 import { ColumnBuffer, grownDataCapacity } from './column-buffer.js';
 import { columnLayoutOf, fixedBytesPerRow, type ColumnLayout } from './column-layout.js';
@@ -188,7 +188,7 @@ export class ShuffleWriter implements Reclaimable {
     validateOptions(options);
     codecByName(options.codec ?? 'lz4');
     if (options.schema) bindSchemaChecks(options.schema, options);
-    if (options.spillDir !== undefined) await assertDirectory(options.spillDir);
+    if (options.spillDir !== undefined) await assertDirectory(options.spillDir, 'spill');
     const output = await DataFileWriter.create(options.outputPrefix);
     const writer = new ShuffleWriter(options, output);
     if (options.schema) writer.bindSchema(options.schema);
@@ -325,35 +325,41 @@ export class ShuffleWriter implements Reclaimable {
       if (merged !== undefined) this.merged[p] = undefined;
       detached.push({ p, merged, buffer });
     }
-    const evicted = new Map<number, EncodedMessage[]>();
+    // Each evicted partition is encoded right before its segment is written and released right
+    // after, so compression output only ever needs room for one partition; where the pool has no
+    // room for it, the partition's buffers are stored uncompressed.
+    const extra = new Map<number, ExtraMessages>();
     for (const { p, merged, buffer } of detached) {
-      const messages: EncodedMessage[] = [];
-      for (const source of [merged, buffer]) {
-        if (source === undefined || source.filled === 0) continue; // merged rows are older: first
-        const nodes: FieldNodeInfo[] = [];
-        const views: Uint8Array[] = [];
-        for (const column of source.columns) column.snapshot(source.filled, nodes, views, false);
-        messages.push(await encodeRecordBatchMessage(source.filled, nodes, views, this.codec, STORE_RAW));
-      }
-      if (messages.length > 0) evicted.set(p, messages);
+      let compressionBytes = 0;
+      extra.set(p, {
+        encode: async () => {
+          const messages: EncodedMessage[] = [];
+          for (const source of [merged, buffer]) {
+            if (source === undefined || source.filled === 0) continue; // merged rows are older: first
+            const nodes: FieldNodeInfo[] = [];
+            const views: Uint8Array[] = [];
+            for (const column of source.columns) column.snapshot(source.filled, nodes, views, false);
+            const raw = views.reduce((sum, v) => sum + v.byteLength, 0);
+            const bound = compressionBound(raw);
+            const compress = this.codec !== null && source.filled >= COMPRESSION_MIN_ROWS && this.reservation.tryGrow(bound);
+            if (compress) compressionBytes += bound;
+            messages.push(await encodeRecordBatchMessage(source.filled, nodes, views, this.codec, compress ? this.advisor : STORE_RAW));
+          }
+          return messages;
+        },
+        written: () => {
+          this.reservation.shrink(compressionBytes);
+          freed += this.releaseDetached(merged) + this.releaseDetached(buffer);
+        },
+      });
     }
     try {
-      if (evicted.size > 0) freed += await this.store.spill(evicted);
+      freed += await this.store.spill(extra);
     } catch (error) {
-      // the spill kept nothing: the buffers go back where the writer has not made new ones meanwhile
-      for (const { p, merged, buffer } of detached) {
-        const mergedBack = merged !== undefined && this.merged[p] === undefined;
-        const bufferBack = buffer !== undefined && this.buffers[p] === undefined && (merged === undefined || mergedBack);
-        if (mergedBack) this.merged[p] = merged;
-        if (bufferBack) this.buffers[p] = buffer;
-        // rows that cannot go back in order are lost to this output: the writer must fail
-        if ((!mergedBack && merged !== undefined) || (!bufferBack && buffer !== undefined)) this.failure ??= error;
-        if (!mergedBack) this.releaseDetached(merged);
-        if (!bufferBack) this.releaseDetached(buffer);
-      }
+      // some of these rows may have left memory without reaching a complete spill: this writer is done
+      this.failure ??= error;
       throw error;
     }
-    for (const { merged, buffer } of detached) freed += this.releaseDetached(merged) + this.releaseDetached(buffer);
     return freed;
   }
 
@@ -587,7 +593,7 @@ export class ShuffleWriter implements Reclaimable {
   private async emit(p: number, buffer: PartitionBuffer): Promise<void> {
     let raw = 0;
     for (const column of buffer.columns) raw += column.snapshotBytes(buffer.filled);
-    const reserved = this.codec === null ? raw + MESSAGE_OVERHEAD_BYTES : 2 * raw + MESSAGE_OVERHEAD_BYTES + Math.ceil(raw / 128);
+    const reserved = raw + (this.codec === null ? MESSAGE_OVERHEAD_BYTES : compressionBound(raw));
     buffer.busy++;
     try {
       await this.reservation.grow(reserved);
@@ -683,6 +689,11 @@ const COMPRESSION_MIN_ROWS = 100;
 const SCRATCH_BYTES_PER_ROW = 12;
 /** Upper bound of a record-batch message's header and length prefixes beyond its body buffers. */
 const MESSAGE_OVERHEAD_BYTES = 4096;
+
+/** Most bytes the encoded form of `raw` body bytes can take next to them: frames, prefixes, header. */
+function compressionBound(raw: number): number {
+  return raw + Math.ceil(raw / 128) + MESSAGE_OVERHEAD_BYTES;
+}
 
 function bufferBytes(buffer: PartitionBuffer | undefined): number {
   let bytes = 0;
