@@ -102,8 +102,12 @@ export class PayloadStore {
         for (const message of messages) chunks.push(...message.chunks);
         await file.writeSegment(p, chunks);
         this.batchCounts[p]! += messages.length;
-        more?.written();
+        if (more !== undefined) {
+          await file.flushRun(); // the evicted buffers' memory may go only once their bytes are written
+          more.written();
+        }
       }
+      await file.flushRun();
       this.spilledBytes += file.endRun();
     } catch (error) {
       // the run is dropped and the payloads stay cached, ahead of any added meanwhile

@@ -26,12 +26,18 @@ export interface SpillSegment {
   length: number;
 }
 
+/** Gathered segment bytes that trigger a write before the run ends. */
+const FLUSH_BYTES = 4 * 1024 * 1024;
+
 export class SpillFile {
   /** the segments of each run, in spill order */
   private readonly runs: SpillSegment[][] = [];
   /** per run, the next segment the merge has not consumed */
   private readonly cursors: number[] = [];
   private position = 0;
+  /** chunks of the current run not written yet, and their bytes */
+  private pending: Uint8Array[] = [];
+  private pendingBytes = 0;
 
   private constructor(readonly path: string, private handle: FileHandle | null) {}
 
@@ -62,20 +68,27 @@ export class SpillFile {
     this.runStart = this.position;
   }
 
-  /** Completes the current run; returns its bytes. */
+  /** Completes the current run (its last segments must have been flushed); returns its bytes. */
   endRun(): number {
+    if (this.pending.length > 0) throw new Error('endRun before flushRun');
     return this.position - this.runStart;
   }
 
   /** Forgets the current run after a failed write (its bytes are overwritten by the next run). */
   abandonRun(): void {
+    this.pending = [];
+    this.pendingBytes = 0;
     if (this.runs.length === 0) return;
     this.runs.pop();
     this.cursors.pop();
     this.position = this.runStart;
   }
 
-  /** Appends partition p's payload chunks as one segment of the current run; partitions must ascend within a run. */
+  /**
+   * Adds partition p's payload chunks as the next segment of the current run
+   * (partitions ascend within a run). Segments are gathered and written with
+   * few large writes: by `flushRun()` at the latest, or when enough is pending.
+   */
   async writeSegment(partition: number, chunks: readonly Uint8Array[]): Promise<void> {
     const run = this.runs[this.runs.length - 1];
     if (run === undefined) throw new Error('writeSegment before beginRun');
@@ -83,13 +96,29 @@ export class SpillFile {
     if (last !== undefined && last.partition >= partition) throw new Error(`spill segments must ascend: ${partition} after ${last.partition}`);
     let length = 0;
     for (const chunk of chunks) length += chunk.byteLength;
+    run.push({ partition, offset: this.position + this.pendingBytes, length });
+    this.pending.push(...chunks);
+    this.pendingBytes += length;
+    if (this.pendingBytes >= FLUSH_BYTES) await this.flushPending();
+  }
+
+  /** Writes what the run has gathered; the run's segments are on disk when this returns. */
+  async flushRun(): Promise<void> {
+    await this.flushPending();
+  }
+
+  private async flushPending(): Promise<void> {
+    if (this.pending.length === 0) return;
+    const chunks = this.pending;
+    const bytes = this.pendingBytes;
+    this.pending = [];
+    this.pendingBytes = 0;
     try {
       await writeChunks(this.handle!, chunks, this.position);
     } catch (cause) {
       throw ioError('write a spill file', this.path, cause);
     }
-    run.push({ partition, offset: this.position, length });
-    this.position += length;
+    this.position += bytes;
   }
 
   /**
