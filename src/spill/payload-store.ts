@@ -5,8 +5,8 @@ import { SpillFile } from './spill-file.js';
 
 /**
  * Messages a spill writes after a partition's cached payloads (buffers evicted
- * under pressure): encoded just before the partition's segment is written, and
- * told when it has been, so their memory can go one partition at a time.
+ * under pressure): encoded when the spill starts, and told when the run is on
+ * disk, so their memory can go.
  */
 export interface ExtraMessages {
   encode(): Promise<EncodedMessage[]>;
@@ -94,20 +94,18 @@ export class PayloadStore {
       this.spillFile ??= await SpillFile.create(this.spillDir);
       const file = this.spillFile;
       file.beginRun();
+      // evicted buffers are encoded all at once (compressions run in parallel on the libuv pool)
+      const encodings = new Map([...extra].map(([p, more]) => [p, more.encode()]));
       for (const p of partitions) {
         const chunks: Uint8Array[] = [];
         for (const payload of taken[p]!) chunks.push(...(await payload.message).chunks);
-        const more = extra.get(p);
-        const messages = more === undefined ? [] : await more.encode();
+        const messages = (await encodings.get(p)) ?? [];
         for (const message of messages) chunks.push(...message.chunks);
         await file.writeSegment(p, chunks);
         this.batchCounts[p]! += messages.length;
-        if (more !== undefined) {
-          await file.flushRun(); // the evicted buffers' memory may go only once their bytes are written
-          more.written();
-        }
       }
       await file.flushRun();
+      for (const more of extra.values()) more.written(); // their bytes are on disk: their memory may go
       this.spilledBytes += file.endRun();
     } catch (error) {
       // the run is dropped and the payloads stay cached, ahead of any added meanwhile

@@ -122,37 +122,63 @@ export class SpillFile {
   }
 
   /**
-   * Streams partition p's segments, run by run, through `buffer`, handing each
-   * filled part to `sink` before reusing the buffer. The merge asks for the
-   * partitions in ascending order.
+   * Copies partition p's segments, run by run, through `buffer`: segments are
+   * read concurrently into consecutive parts of the buffer and handed to `sink`
+   * a bufferful at a time (a segment larger than the buffer is streamed in
+   * pieces). `sink` must be done with the bytes when its promise settles. The
+   * merge asks for the partitions in ascending order.
    */
   async copyPartition(partition: number, buffer: Uint8Array, sink: (bytes: Uint8Array) => Promise<void>): Promise<void> {
+    let filled = 0;
+    let reads: Promise<void>[] = [];
+    const drain = async () => {
+      await Promise.all(reads);
+      reads = [];
+      if (filled > 0) await sink(buffer.subarray(0, filled));
+      filled = 0;
+    };
     for (let r = 0; r < this.runs.length; r++) {
       const run = this.runs[r]!;
       let cursor = this.cursors[r]!;
       while ((run[cursor]?.partition ?? Infinity) < partition) cursor++;
       const segment = run[cursor];
       if (segment?.partition === partition) {
-        await this.copySegment(segment, buffer, sink);
         cursor++;
+        if (segment.length > buffer.byteLength) {
+          await drain();
+          await this.streamSegment(segment, buffer, sink);
+        } else {
+          if (filled + segment.length > buffer.byteLength) await drain();
+          reads.push(this.readFully(buffer.subarray(filled, filled + segment.length), segment.offset));
+          filled += segment.length;
+        }
       }
       this.cursors[r] = cursor;
     }
+    await drain();
   }
 
-  private async copySegment(segment: SpillSegment, buffer: Uint8Array, sink: (bytes: Uint8Array) => Promise<void>): Promise<void> {
+  private async streamSegment(segment: SpillSegment, buffer: Uint8Array, sink: (bytes: Uint8Array) => Promise<void>): Promise<void> {
     for (let done = 0; done < segment.length; ) {
-      const want = Math.min(buffer.byteLength, segment.length - done);
+      const piece = buffer.subarray(0, Math.min(buffer.byteLength, segment.length - done));
+      await this.readFully(piece, segment.offset + done);
+      await sink(piece);
+      done += piece.byteLength;
+    }
+  }
+
+  /** Fills `target` from `offset`, or fails naming the file. */
+  private async readFully(target: Uint8Array, offset: number): Promise<void> {
+    for (let done = 0; done < target.byteLength; ) {
       let bytesRead: number;
       try {
-        ({ bytesRead } = await this.handle!.read(buffer, 0, want, segment.offset + done));
+        ({ bytesRead } = await this.handle!.read(target, done, target.byteLength - done, offset + done));
       } catch (cause) {
         throw ioError('read a spill file', this.path, cause);
       }
       if (bytesRead === 0) {
-        throw ioError('read a spill file', this.path, new Error(`it ends at ${segment.offset + done}, a segment runs to ${segment.offset + segment.length}`));
+        throw ioError('read a spill file', this.path, new Error(`it ends at ${offset + done}, a segment runs to ${offset + target.byteLength}`));
       }
-      await sink(buffer.subarray(0, bytesRead));
       done += bytesRead;
     }
   }

@@ -325,9 +325,8 @@ export class ShuffleWriter implements Reclaimable {
       if (merged !== undefined) this.merged[p] = undefined;
       detached.push({ p, merged, buffer });
     }
-    // Each evicted partition is encoded right before its segment is written and released right
-    // after, so compression output only ever needs room for one partition; where the pool has no
-    // room for it, the partition's buffers are stored uncompressed.
+    // Evicted partitions are compressed where the pool has room for the output (reserved until the
+    // spill run is on disk) and stored uncompressed where it has not.
     const extra = new Map<number, ExtraMessages>();
     for (const { p, merged, buffer } of detached) {
       let compressionBytes = 0;
