@@ -11,6 +11,7 @@ export {
   type ShuffleWriteResult,
 } from './writer/shuffle-writer.js';
 export type { Partitioning } from './writer/partitioner.js';
+export { MemoryPool, MemoryReservation, MemoryLimitError, type Reclaimable } from './memory/memory-pool.js';
 export { partitionBufferRows, targetCapacity } from './writer/buffer-sizing.js';
 export { ShuffleReader, type ReadOptions, type ShuffleOutputSources } from './reader/shuffle-reader.js';
 export { LocalFileSource, type ByteRangeSource } from './reader/byte-source.js';
