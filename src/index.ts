@@ -7,6 +7,8 @@ export {
   DEFAULT_MAX_BATCH_ROWS,
   DEFAULT_MEM_LIMIT_FLOOR,
   DEFAULT_RESIZE_THRESHOLD,
+  DEFAULT_MERGE_THRESHOLD,
+  DEFAULT_COMPRESSION_MIN_ROWS,
   type ShuffleWriterOptions,
   type ShuffleWriteResult,
 } from './writer/shuffle-writer.js';

@@ -23,6 +23,10 @@ export const DEFAULT_MEM_LIMIT_FLOOR = 128 * 1024 * 1024;
 export const DEFAULT_MAX_BATCH_ROWS = 4096;
 /** spark.gluten.sql.columnar.shuffle.realloc.threshold */
 export const DEFAULT_RESIZE_THRESHOLD = 0.25;
+/** spark.gluten.sql.columnar.shuffle.merge.threshold */
+export const DEFAULT_MERGE_THRESHOLD = 0.25;
+/** spark.gluten.sql.columnar.shuffle.compression.threshold */
+export const DEFAULT_COMPRESSION_MIN_ROWS = 100;
 /** Bytes of copied-but-not-yet-compressed payloads allowed in flight before write() waits. */
 const MAX_IN_FLIGHT_BYTES = 32 * 1024 * 1024;
 
@@ -57,6 +61,14 @@ export interface ShuffleWriterOptions {
   maxBatchRows?: number;
   /** Resize hysteresis (default 0.25). */
   resizeThreshold?: number;
+  /**
+   * Evictions of at most this share of maxBatchRows rows are merged, uncompressed,
+   * into batches of up to maxBatchRows before they are compressed (default 0.25,
+   * spark.gluten.sql.columnar.shuffle.merge.threshold; 0 turns merging off).
+   */
+  mergeThreshold?: number;
+  /** Batches with fewer rows are stored uncompressed (default 100, spark.gluten.sql.columnar.shuffle.compression.threshold). */
+  compressionMinRows?: number;
 }
 
 export interface ShuffleWriteResult {
@@ -167,6 +179,8 @@ export class ShuffleWriter implements Reclaimable {
       memLimitFloor: options.memLimitFloor ?? (memLimit > 0 ? Math.min(DEFAULT_MEM_LIMIT_FLOOR, memLimit) : DEFAULT_MEM_LIMIT_FLOOR),
       maxBatchRows: options.maxBatchRows ?? DEFAULT_MAX_BATCH_ROWS,
       resizeThreshold: options.resizeThreshold ?? DEFAULT_RESIZE_THRESHOLD,
+      mergeThreshold: options.mergeThreshold ?? DEFAULT_MERGE_THRESHOLD,
+      compressionMinRows: options.compressionMinRows ?? DEFAULT_COMPRESSION_MIN_ROWS,
     };
     this.codec = codecByName(options.codec ?? 'lz4');
     this.output = output;
@@ -178,7 +192,7 @@ export class ShuffleWriter implements Reclaimable {
     this.rows = new PartitionRows(n);
     this.buffers = new Array<PartitionBuffer | undefined>(n);
     this.merged = new Array<PartitionBuffer | undefined>(n);
-    this.mergeMinRows = Math.floor(this.options.maxBatchRows * MERGE_THRESHOLD);
+    this.mergeMinRows = Math.floor(this.options.maxBatchRows * this.options.mergeThreshold);
     this.pinned = new Uint8Array(n);
     this.partitionRowCounts = new Array<number>(n).fill(0);
   }
@@ -340,7 +354,7 @@ export class ShuffleWriter implements Reclaimable {
             for (const column of source.columns) column.snapshot(source.filled, nodes, views, false);
             const raw = views.reduce((sum, v) => sum + v.byteLength, 0);
             const bound = compressionBound(raw);
-            const compress = this.codec !== null && source.filled >= COMPRESSION_MIN_ROWS && this.reservation.tryGrow(bound);
+            const compress = this.codec !== null && source.filled >= this.options.compressionMinRows && this.reservation.tryGrow(bound);
             if (compress) compressionBytes += bound;
             messages.push(await encodeRecordBatchMessage(source.filled, nodes, views, this.codec, compress ? this.advisor : STORE_RAW));
           }
@@ -606,7 +620,7 @@ export class ShuffleWriter implements Reclaimable {
       column.clear();
     }
     // tiny batches barely compress and cost a compression call per buffer (Gluten's compression threshold)
-    const policy = buffer.filled < COMPRESSION_MIN_ROWS ? STORE_RAW : this.advisor;
+    const policy = buffer.filled < this.options.compressionMinRows ? STORE_RAW : this.advisor;
     const message = encodeRecordBatchMessage(buffer.filled, nodes, bodyBuffers, this.codec, policy);
     buffer.filled = 0;
     this.store.add(p, message, reserved);
@@ -680,10 +694,6 @@ export class ShuffleWriter implements Reclaimable {
 
 }
 
-/** spark.gluten.sql.columnar.shuffle.merge.threshold: evictions of at most this share of maxBatchRows are merged. */
-const MERGE_THRESHOLD = 0.25;
-/** spark.gluten.sql.columnar.shuffle.compression.threshold: batches with fewer rows are stored uncompressed. */
-const COMPRESSION_MIN_ROWS = 100;
 /** Per-row scratch: partition id, row id and key hash, 4 bytes each. */
 const SCRATCH_BYTES_PER_ROW = 12;
 /** Upper bound of a record-batch message's header and length prefixes beyond its body buffers. */
@@ -719,6 +729,12 @@ function validateOptions(options: ShuffleWriterOptions): void {
   positive('memLimitFloor', options.memLimitFloor, 0);
   positive('maxBatchRows', options.maxBatchRows, 1);
   positive('resizeThreshold', options.resizeThreshold, 0);
+  positive('mergeThreshold', options.mergeThreshold, 0);
+  positive('compressionMinRows', options.compressionMinRows, 0);
+  positive('concurrentTasks', options.concurrentTasks, 1);
+  if (options.mergeThreshold !== undefined && options.mergeThreshold > 1) {
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `mergeThreshold is a share of maxBatchRows in [0, 1], got ${options.mergeThreshold}`);
+  }
   if (options.mapId !== undefined && !Number.isSafeInteger(options.mapId)) {
     throw new ShuffleError('CS_INVALID_ARGUMENT', `mapId must be an integer, got ${String(options.mapId)}`);
   }
