@@ -304,19 +304,22 @@ export class ShuffleWriter implements Reclaimable {
 
   /**
    * Gives memory back to the pool (Gluten's reclaimFixedSize), in this order:
-   * write every cached payload to one new spill file in partition order; then
-   * free partition and merge buffers, largest first: empty ones are dropped,
-   * filled ones go to a spill file with their rows stored uncompressed (which
-   * needs no memory). The partitions the current chunk is being split into are
-   * never touched.
+   * write every cached payload, in partition order, as a new run of the spill
+   * file; then shrink the partition buffers with the most unused capacity to
+   * what they hold; then evict partition and merge buffers, largest first, into
+   * the spill file (compressed where the pool has room for the output, stored
+   * uncompressed otherwise). The partitions the current chunk is being split
+   * into are never touched.
    */
   async reclaim(requested: number): Promise<number> {
     if (this.state !== 'open' && this.state !== 'finishing') return 0;
     // free at least half of what this writer holds: a little headroom saves many tiny spills
     const bytes = Math.max(requested, Math.floor(this.reservation.size / 2));
     await Promise.all(this.inFlight);
-    let freed = await this.store.spill();
-    if (freed >= bytes) return freed;
+    // one spill run per reclaim: the cached payloads, plus evicted buffers if shrinking is not enough
+    const cached = this.store.memoryBytes;
+    let freed = cached < bytes ? this.shrinkBuffers(bytes - cached) : 0;
+    if (cached + freed >= bytes) return freed + (await this.store.spill());
     // Partition buffers the current chunk relies on are pinned; merge buffers are not used by the
     // split, so only the one being appended to or emitted right now is off limits. The chosen
     // buffers are detached synchronously, before any await, so the writer (which may be running
@@ -331,7 +334,7 @@ export class ShuffleWriter implements Reclaimable {
       .map((c) => ({ ...c, held: bufferBytes(c.buffer) + bufferBytes(c.merged) }))
       .sort((a, b) => b.held - a.held);
     const detached: { p: number; merged: PartitionBuffer | undefined; buffer: PartitionBuffer | undefined }[] = [];
-    let planned = freed;
+    let planned = cached + freed;
     for (const { p, buffer, merged, held } of candidates) {
       if (planned >= bytes) break;
       planned += held;
@@ -372,6 +375,38 @@ export class ShuffleWriter implements Reclaimable {
       // some of these rows may have left memory without reaching a complete spill: this writer is done
       this.failure ??= error;
       throw error;
+    }
+    return freed;
+  }
+
+  /**
+   * Reclaim's second step (Gluten's shrinkPartitionBuffersMinSize): partition
+   * buffers with the most unused capacity, largest first, are cut down to the
+   * rows they hold (an empty one is dropped), until `bytes` are freed. Needs
+   * room in the pool for the smaller copy; runs without awaiting, so the
+   * writer cannot interleave. Returns the bytes freed.
+   */
+  private shrinkBuffers(bytes: number): number {
+    const unused = (buffer: PartitionBuffer) => bufferBytes(buffer) - buffer.columns.reduce((sum, c) => sum + c.bytesFor(buffer.filled, c.validity !== null, c.dataLength), 0);
+    const candidates = [...this.buffers.keys()]
+      .filter((p) => this.pinned[p] === 0 && this.buffers[p]?.busy === 0)
+      .map((p) => ({ p, buffer: this.buffers[p]!, unused: unused(this.buffers[p]!) }))
+      .filter((c) => c.unused > 0)
+      .sort((a, b) => b.unused - a.unused);
+    let freed = 0;
+    for (const { p, buffer } of candidates) {
+      if (freed >= bytes) break;
+      if (buffer.filled === 0) {
+        freed += this.release(p, true, false);
+        continue;
+      }
+      const before = bufferBytes(buffer);
+      const after = buffer.columns.reduce((sum, c) => sum + c.bytesFor(buffer.filled, c.validity !== null, c.dataLength), 0);
+      if (!this.reservation.tryGrow(after)) continue;
+      for (const column of buffer.columns) column.resize(buffer.filled, buffer.filled, column.dataLength);
+      buffer.capacity = buffer.filled;
+      this.reservation.shrink(before);
+      freed += before - after;
     }
     return freed;
   }
