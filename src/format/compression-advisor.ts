@@ -11,6 +11,10 @@
  * attempt:  miss miss miss miss | skip x16 | miss | skip x32 | hit | ...
  *           (MISSES_BEFORE_SKIP)            (back-off doubles)   (reset)
  * ```
+ * Outcomes arrive late (compression runs in the background, and finish()
+ * emits every partition at once), so a retry after a skip is a single probe:
+ * the position keeps being skipped until the probe has reported back.
+ * Without this, every buffer emitted while the probe compressed was tried too.
  */
 /** Decides whether a body buffer at a position is worth compressing, and learns from the outcome. */
 export interface CompressionPolicy {
@@ -25,16 +29,21 @@ export const STORE_RAW: CompressionPolicy = {
 };
 
 export class CompressionAdvisor implements CompressionPolicy {
-  private readonly positions: { misses: number; skipLeft: number; backoff: number }[] = [];
+  private readonly positions: { misses: number; skipLeft: number; backoff: number; probing: boolean }[] = [];
 
   constructor(private readonly minSavings = DEFAULT_MIN_SAVINGS) {}
 
   /** Whether the buffer at this body position should be compressed this time. */
   shouldCompress(position: number): boolean {
     const state = this.state(position);
-    if (state.skipLeft === 0) return true;
-    state.skipLeft--;
-    return false;
+    if (state.misses < MISSES_BEFORE_SKIP) return true;
+    if (state.probing) return false;
+    if (state.skipLeft > 0) {
+      state.skipLeft--;
+      return false;
+    }
+    state.probing = true;
+    return true;
   }
 
   /** Records the outcome of a compression attempt. */
@@ -42,10 +51,14 @@ export class CompressionAdvisor implements CompressionPolicy {
     const state = this.state(position);
     if (compressedBytes <= rawBytes * (1 - this.minSavings)) {
       state.misses = 0;
+      state.skipLeft = 0;
       state.backoff = INITIAL_BACKOFF;
+      state.probing = false;
       return;
     }
-    if (++state.misses < MISSES_BEFORE_SKIP) return;
+    // a late miss from before the skipping started changes nothing; the probe's miss or the one that starts skipping backs off
+    if (++state.misses < MISSES_BEFORE_SKIP || (state.misses > MISSES_BEFORE_SKIP && !state.probing)) return;
+    state.probing = false;
     state.skipLeft = state.backoff;
     state.backoff = Math.min(state.backoff * 2, MAX_BACKOFF);
   }
@@ -53,7 +66,7 @@ export class CompressionAdvisor implements CompressionPolicy {
   private state(position: number) {
     let state = this.positions[position];
     if (state === undefined) {
-      state = { misses: 0, skipLeft: 0, backoff: INITIAL_BACKOFF };
+      state = { misses: 0, skipLeft: 0, backoff: INITIAL_BACKOFF, probing: false };
       this.positions[position] = state;
     }
     return state;
