@@ -2,8 +2,8 @@ export { ShuffleError, type ErrorLocation, type ShuffleErrorCode } from './error
 export { CODEC_NAMES, type CodecName } from './format/codec.js';
 export { outputPaths, type OutputPaths } from './format/output-files.js';
 export { readIpcStream, readIpcSchema } from './format/ipc-reader.js';
+export { ShuffleWriter } from './writer/shuffle-writer.js';
 export {
-  ShuffleWriter,
   DEFAULT_MAX_BATCH_ROWS,
   DEFAULT_MEM_LIMIT_FLOOR,
   DEFAULT_RESIZE_THRESHOLD,
@@ -11,7 +11,7 @@ export {
   DEFAULT_COMPRESSION_MIN_ROWS,
   type ShuffleWriterOptions,
   type ShuffleWriteResult,
-} from './writer/shuffle-writer.js';
+} from './writer/writer-options.js';
 export type { Partitioning } from './writer/partitioner.js';
 export { MemoryPool, MemoryReservation, MemoryLimitError, type Reclaimable } from './memory/memory-pool.js';
 export { partitionBufferRows, targetCapacity } from './writer/buffer-sizing.js';

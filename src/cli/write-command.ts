@@ -2,7 +2,8 @@ import { stat } from 'node:fs/promises';
 import { ShuffleError } from '../errors.js';
 import { CODEC_NAMES, type CodecName } from '../format/codec.js';
 import { MemoryPool } from '../memory/memory-pool.js';
-import { ShuffleWriter, type ShuffleWriteResult } from '../writer/shuffle-writer.js';
+import { ShuffleWriter } from '../writer/shuffle-writer.js';
+import type { ShuffleWriteResult } from '../writer/writer-options.js';
 import type { Partitioning } from '../writer/partitioner.js';
 import {
   byteSizeOption,

@@ -10,7 +10,8 @@ import { decompressFrameSync } from 'lz4-napi';
 import * as zstd from 'zstd-napi';
 import { CompressionType, compressionRegistry, tableFromIPC, type RecordBatch, type Schema } from 'apache-arrow';
 import { ShuffleReader } from '../../src/reader/shuffle-reader.js';
-import { ShuffleWriter, type ShuffleWriteResult, type ShuffleWriterOptions } from '../../src/writer/shuffle-writer.js';
+import { ShuffleWriter } from '../../src/writer/shuffle-writer.js';
+import type { ShuffleWriteResult, ShuffleWriterOptions } from '../../src/writer/writer-options.js';
 import { ReferencePartitioner } from './reference-partitioner.js';
 import { rowsOf } from './rows.js';
 

@@ -1,0 +1,112 @@
+import type { Schema } from 'apache-arrow';
+import { ShuffleError } from '../errors.js';
+import type { CodecName } from '../format/codec.js';
+import type { OutputPaths } from '../format/output-files.js';
+import type { MemoryPool } from '../memory/memory-pool.js';
+import type { Partitioning } from './partitioner.js';
+
+/** What a ShuffleWriter is asked to do, its defaults, and what it reports when it finishes. */
+
+/** Gluten's kMinMemLimit: buffers are sized as if at least this much memory were available. */
+export const DEFAULT_MEM_LIMIT_FLOOR = 128 * 1024 * 1024;
+/** spark.gluten.sql.columnar.maxBatchSize: the most rows one partition buffer (one IPC batch) holds. */
+export const DEFAULT_MAX_BATCH_ROWS = 4096;
+/** spark.gluten.sql.columnar.shuffle.realloc.threshold */
+export const DEFAULT_RESIZE_THRESHOLD = 0.25;
+/** spark.gluten.sql.columnar.shuffle.merge.threshold */
+export const DEFAULT_MERGE_THRESHOLD = 0.25;
+/** spark.gluten.sql.columnar.shuffle.compression.threshold */
+export const DEFAULT_COMPRESSION_MIN_ROWS = 100;
+
+export interface ShuffleWriterOptions {
+  /** Number of output partitions, an integer >= 1. */
+  numPartitions: number;
+  /** How rows are assigned to partitions. */
+  partitioning: Partitioning;
+  /** Output files are `<outputPrefix>.data`, `.index` and `.checksum.CRC32C`; the directory must exist. */
+  outputPrefix: string;
+  /** Body compression of every record batch (default lz4, i.e. Arrow LZ4_FRAME). */
+  codec?: CodecName;
+  /** The map task's id: seeds round-robin's start as Spark does (default 0). */
+  mapId?: number;
+  /** Input schema; by default taken from the first batch. */
+  schema?: Schema;
+  /**
+   * The pool every buffer of this writer is reserved from; several writers may
+   * share one. The writer never holds more than the pool grants: under
+   * pressure it spills. Default: a private unbounded pool.
+   */
+  memoryPool?: MemoryPool;
+  /** Writers expected to share the pool at once: each sizes its buffers for limit / concurrentTasks (Gluten). Default 1. */
+  concurrentTasks?: number;
+  /** Directory for spill files (default: the OS temp dir). They are deleted on finish and abort. */
+  spillDir?: string;
+  /** Memory this writer sizes its partition buffers for (default: the pool's limit / concurrentTasks, or the floor when unbounded). */
+  memLimit?: number;
+  /** Lower bound of memLimit in the sizing formula (default 128 MiB, Gluten's kMinMemLimit, or memLimit when smaller). */
+  memLimitFloor?: number;
+  /** Most rows per partition buffer and per output batch (default 4096). */
+  maxBatchRows?: number;
+  /** Resize hysteresis (default 0.25). */
+  resizeThreshold?: number;
+  /**
+   * Evictions of at most this share of maxBatchRows rows are merged, uncompressed,
+   * into batches of up to maxBatchRows before they are compressed (default 0.25,
+   * spark.gluten.sql.columnar.shuffle.merge.threshold; 0 turns merging off).
+   */
+  mergeThreshold?: number;
+  /** Batches with fewer rows are stored uncompressed (default 100, spark.gluten.sql.columnar.shuffle.compression.threshold). */
+  compressionMinRows?: number;
+}
+
+export interface ShuffleWriteResult {
+  paths: OutputPaths;
+  numPartitions: number;
+  /** Input rows and batches seen. */
+  rows: number;
+  batches: number;
+  /** Size of the data file. */
+  bytesWritten: number;
+  /** Bytes of each partition's IPC stream in the data file (0 for an empty partition). */
+  partitionLengths: number[];
+  /** Rows written to each partition. */
+  partitionRows: number[];
+  /** Record batches (payloads) written to each partition. */
+  partitionBatches: number[];
+  /** CRC32C of each partition's bytes. */
+  checksums: number[];
+  /** Spill files written under memory pressure, and their bytes. */
+  spills: number;
+  spilledBytes: number;
+  /** The most memory this writer held at once, as reserved in its pool. */
+  peakMemoryBytes: number;
+}
+
+/** Refuses options outside their domain with CS_INVALID_ARGUMENT naming the option. */
+export function validateOptions(options: ShuffleWriterOptions): void {
+  const n = options.numPartitions;
+  if (!Number.isInteger(n) || n < 1 || n > 0x7fffffff) {
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `numPartitions must be an integer >= 1, got ${String(n)}`);
+  }
+  const positive = (name: string, value: number | undefined, min: number) => {
+    if (value !== undefined && !(Number.isFinite(value) && value >= min)) {
+      throw new ShuffleError('CS_INVALID_ARGUMENT', `${name} must be a number >= ${min}, got ${String(value)}`);
+    }
+  };
+  positive('memLimit', options.memLimit, 0);
+  positive('memLimitFloor', options.memLimitFloor, 0);
+  positive('maxBatchRows', options.maxBatchRows, 1);
+  positive('resizeThreshold', options.resizeThreshold, 0);
+  positive('mergeThreshold', options.mergeThreshold, 0);
+  positive('compressionMinRows', options.compressionMinRows, 0);
+  positive('concurrentTasks', options.concurrentTasks, 1);
+  if (options.mergeThreshold !== undefined && options.mergeThreshold > 1) {
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `mergeThreshold is a share of maxBatchRows in [0, 1], got ${options.mergeThreshold}`);
+  }
+  if (options.mapId !== undefined && !Number.isSafeInteger(options.mapId)) {
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `mapId must be an integer, got ${String(options.mapId)}`);
+  }
+  if (typeof options.outputPrefix !== 'string' || options.outputPrefix.length === 0) {
+    throw new ShuffleError('CS_INVALID_ARGUMENT', 'outputPrefix must be a non-empty path');
+  }
+}
