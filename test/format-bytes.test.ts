@@ -27,6 +27,7 @@ import { decompressFrame } from 'lz4-napi';
 import * as zstd from 'zstd-napi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ShuffleError, ShuffleWriter, type CodecName, type ShuffleWriteResult, type ShuffleWriterOptions } from '../src/index.js';
+import { prng } from './support/polars.js';
 
 const EOS = [0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0];
 const LZ4_MAGIC = [0x04, 0x22, 0x4d, 0x18];
@@ -59,17 +60,6 @@ const OUTPUT_COLUMNS = ['seq', 'rnd', 'name', 'flag'];
 /** Body buffers of one record batch, in order: per column validity then values (offsets, data for name). */
 const BUF = { seqValidity: 0, seqValues: 1, rndValidity: 2, rndValues: 3, nameValidity: 4, nameOffsets: 5, nameData: 6, flagValidity: 7, flagValues: 8 } as const;
 const BUFFERS_PER_BATCH = 9;
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Input {
   pid: number[];
