@@ -128,3 +128,23 @@ describe('ShuffleReader', () => {
     await reader.close();
   });
 });
+
+test('partitions that disagree about the schema are CS_CORRUPT_DATA when read as one range', async () => {
+  const other = join(dir, 'other');
+  const writer = await ShuffleWriter.create({ numPartitions: 1, partitioning: { kind: 'single' }, outputPrefix: other });
+  await writer.write(makeTable({ w: Float64Array.of(1, 2) }).batches[0]! as RecordBatch);
+  await writer.finish();
+  const ours = await ShuffleReader.open(prefix);
+  const p0 = await ours.partitionBytes(0);
+  await ours.close();
+  const theirs = new Uint8Array(await readFile(`${other}.data`));
+  const data = Buffer.concat([p0, theirs]);
+  const index = new Uint8Array(24);
+  const view = new DataView(index.buffer);
+  view.setBigInt64(8, BigInt(p0.byteLength), false);
+  view.setBigInt64(16, BigInt(data.byteLength), false);
+  const reader = await ShuffleReader.fromSources({ data: new MemorySource('mem:data', data), index: new MemorySource('mem:index', index) });
+  const error = await failure(rowsOf(reader.readPartitions(0, 2)));
+  expect(error.code).toBe('CS_CORRUPT_DATA');
+  expect(error.where.partition).toBe(1);
+});

@@ -23,6 +23,12 @@ export interface Codec {
   /** The compressed frame, possibly as several pieces to be written back to back (saves a copy). */
   compress(input: Uint8Array): Promise<Uint8Array[]>;
   decompress(input: Uint8Array): Promise<Uint8Array>;
+  /**
+   * Why `input` cannot decompress to `declared` bytes as far as its own headers
+   * tell (a frame declaring another size, or too few bytes for that much), or
+   * null; checked before anything is decompressed or allocated.
+   */
+  sizeMismatch(input: Uint8Array, declared: number): string | null;
 }
 
 // lz4-napi's sync calls leak ~1 MB per MB processed (antoniomuso/lz4-napi#678): only the async ones are used.
@@ -32,6 +38,9 @@ const lz4: Codec = {
   arrowType: CompressionType.LZ4_FRAME,
   compress: compressLz4Frame,
   decompress: (input) => decompressFrame(input),
+  // an LZ4 sequence expands at most 255:1; frame headers and block sizes only add to the input
+  sizeMismatch: (input, declared) =>
+    declared > input.byteLength * 255 + 64 ? `${input.byteLength} bytes of LZ4 cannot hold ${declared} bytes` : null,
 };
 
 // zstd-napi has no async one-shot API; its calls are short for shuffle-sized buffers.
@@ -41,7 +50,34 @@ const zstdCodec: Codec = {
   arrowType: CompressionType.ZSTD,
   compress: async (input) => [zstd.compress(input, { compressionLevel: ZSTD_LEVEL })],
   decompress: async (input) => zstd.decompress(input),
+  sizeMismatch: (input, declared) => {
+    const size = zstdFrameContentSize(input);
+    return size !== null && size !== declared ? `the Zstandard frame declares ${size} bytes` : null;
+  },
 };
+
+/**
+ * The Frame_Content_Size a Zstandard frame header declares, or null when absent.
+ * ```text
+ * magic 28 B5 2F FD | FHD | [window descriptor] | [dictionary id: 0/1/2/4 B] | [content size: 0/1/2/4/8 B]
+ * FHD bits 7-6: size flag, bit 5: single segment, bits 1-0: dictionary id flag
+ * ```
+ */
+function zstdFrameContentSize(input: Uint8Array): number | null {
+  if (input.byteLength < 6 || input[0] !== 0x28 || input[1] !== 0xb5 || input[2] !== 0x2f || input[3] !== 0xfd) return null;
+  const fhd = input[4]!;
+  const sizeFlag = fhd >>> 6;
+  const singleSegment = (fhd >>> 5) & 1;
+  const dictionaryBytes = [0, 1, 2, 4][fhd & 3]!;
+  const sizeBytes = [singleSegment ? 1 : 0, 2, 4, 8][sizeFlag]!;
+  if (sizeBytes === 0) return null;
+  const at = 5 + (singleSegment ? 0 : 1) + dictionaryBytes;
+  if (at + sizeBytes > input.byteLength) return null;
+  let size = 0;
+  for (let i = sizeBytes - 1; i >= 0; i--) size = size * 256 + input[at + i]!;
+  if (sizeBytes === 2) size += 256;
+  return size;
+}
 
 /** The codec for a name, or null for `none`. */
 export function codecByName(name: CodecName): Codec | null {

@@ -21,7 +21,8 @@ import { CONTINUATION_MARKER, padding8, type FieldNodeInfo } from './ipc-message
  * `where` locates the stream in its file for error messages: `offset` is the
  * file offset of `bytes[0]`.
  */
-export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {}): AsyncGenerator<RecordBatch> {
+export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {}, options: IpcReadOptions = {}): AsyncGenerator<RecordBatch> {
+  const maxBufferBytes = options.maxBufferBytes ?? DEFAULT_MAX_BUFFER_BYTES;
   const messages = new MessageCursor(bytes, where);
   const first = messages.next();
   if (first === null) return;
@@ -36,14 +37,14 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
     const { message, body, start } = next;
     if (message.headerType === MessageHeader.RecordBatch) {
       const header = message.header() as RecordBatchHeader;
-      const children = await loadColumns(header, body, schema.fields.map((f) => f.type), dictionaries, version, messages, start);
+      const children = await loadColumns(header, body, schema.fields.map((f) => f.type), dictionaries, version, messages, start, maxBufferBytes);
       const data = makeData({ type: new Struct(schema.fields), length: header.length, nullCount: 0, children });
       yield new RecordBatch(schema, data);
     } else if (message.headerType === MessageHeader.DictionaryBatch) {
       const header = message.header() as DictionaryBatchHeader;
       const type = schema.dictionaries.get(header.id);
       if (type === undefined) throw messages.corrupt(`dictionary batch for unknown dictionary id ${header.id}`, start);
-      const [data] = await loadColumns(header.data, body, [type], dictionaries, version, messages, start);
+      const [data] = await loadColumns(header.data, body, [type], dictionaries, version, messages, start, maxBufferBytes);
       const previous = dictionaries.get(header.id);
       const vector = new Vector([data as Data]);
       dictionaries.set(header.id, header.isDelta && previous ? previous.concat(vector) : vector);
@@ -51,6 +52,14 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
       throw messages.corrupt(`unexpected ${MessageHeader[message.headerType] ?? message.headerType} message`, start);
     }
   }
+}
+
+/** Bytes all the buffers of one record batch may decompress to, unless the caller says otherwise. */
+export const DEFAULT_MAX_BUFFER_BYTES = 2 ** 31 - 1;
+
+export interface IpcReadOptions {
+  /** Refuse a record batch whose buffers claim more uncompressed bytes than this (default 2 GiB - 1). */
+  maxBufferBytes?: number;
 }
 
 /** The schema of an IPC stream, read from its first message. */
@@ -122,6 +131,7 @@ async function loadColumns(
   version: MetadataVersion,
   messages: MessageCursor,
   messageStart: number,
+  maxBufferBytes: number,
 ): Promise<Data[]> {
   for (const region of header.buffers) {
     if (region.offset < 0 || region.length < 0 || region.offset + region.length > body.byteLength) {
@@ -131,7 +141,7 @@ async function loadColumns(
   let loadedBody = body;
   let regions = header.buffers;
   if (header.compression !== null) {
-    ({ body: loadedBody, regions } = await decompressBody(header, body, messages, messageStart));
+    ({ body: loadedBody, regions } = await decompressBody(header, body, messages, messageStart, maxBufferBytes));
   }
   try {
     return new VectorLoader(loadedBody, header.nodes, regions, dictionaries, version, header.variadicBufferCounts).visitMany(types);
@@ -153,8 +163,10 @@ async function decompressBody(
   body: Uint8Array,
   messages: MessageCursor,
   messageStart: number,
+  maxBufferBytes: number,
 ): Promise<{ body: Uint8Array; regions: BufferRegion[] }> {
   const codec = codecByArrowType(header.compression!.type);
+  let total = 0;
   const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
   const pieces = await Promise.all(
     header.buffers.map(async (region, index) => {
@@ -163,6 +175,13 @@ async function decompressBody(
       const declared = view.getBigInt64(region.offset, true);
       const payload = body.subarray(region.offset + 8, region.offset + region.length);
       if (declared === -1n) return payload;
+      // lengths are checked before anything is allocated: a decompression bomb is refused, not attempted
+      total += Number(declared);
+      if (declared < 0n || declared > BigInt(maxBufferBytes) || total > maxBufferBytes) {
+        throw messages.corrupt(`buffer ${index} claims ${declared} bytes uncompressed, over the ${maxBufferBytes}-byte limit`, messageStart);
+      }
+      const mismatch = codec.sizeMismatch(payload, Number(declared));
+      if (mismatch !== null) throw messages.corrupt(`buffer ${index} claims ${declared} bytes uncompressed but ${mismatch}`, messageStart);
       let out: Uint8Array;
       try {
         out = await codec.decompress(payload);

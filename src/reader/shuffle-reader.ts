@@ -2,6 +2,7 @@ import type { RecordBatch, Schema } from 'apache-arrow';
 import { ShuffleError, type ErrorLocation } from '../errors.js';
 import { readIpcSchema, readIpcStream } from '../format/ipc-reader.js';
 import { crc32cOf, outputPaths } from '../format/output-files.js';
+import { sameSchema } from '../writer/same-schema.js';
 import { BatchCoalescer } from './batch-coalescer.js';
 import { LocalFileSource, type ByteRangeSource } from './byte-source.js';
 
@@ -15,6 +16,11 @@ export interface ShuffleOutputSources {
 export interface ReadOptions {
   /** Merge small batches into batches of about this many rows (default: yield batches as stored). */
   coalesceRows?: number;
+}
+
+export interface OpenOptions {
+  /** Refuse a record batch whose buffers claim more uncompressed bytes than this (default 2 GiB - 1). */
+  maxBufferBytes?: number;
 }
 
 /**
@@ -32,13 +38,18 @@ export class ShuffleReader {
   /** Byte offsets of each partition in the data file: partition p is [offsets[p], offsets[p+1]). */
   readonly offsets: readonly number[];
   readonly checksums: readonly number[] | null;
-  private constructor(private readonly sources: ShuffleOutputSources, offsets: number[], checksums: number[] | null) {
+  private constructor(
+    private readonly sources: ShuffleOutputSources,
+    offsets: number[],
+    checksums: number[] | null,
+    private readonly openOptions: OpenOptions,
+  ) {
     this.offsets = offsets;
     this.checksums = checksums;
   }
 
   /** Opens `<prefix>.data`, `<prefix>.index` and `<prefix>.checksum.CRC32C` from the local file system. */
-  static async open(prefix: string): Promise<ShuffleReader> {
+  static async open(prefix: string, options: OpenOptions = {}): Promise<ShuffleReader> {
     const paths = outputPaths(prefix);
     const opened: ByteRangeSource[] = [];
     try {
@@ -48,7 +59,7 @@ export class ShuffleReader {
       opened.push(data);
       const checksum = await LocalFileSource.open(paths.checksum);
       opened.push(checksum);
-      return await ShuffleReader.fromSources({ data, index, checksum });
+      return await ShuffleReader.fromSources({ data, index, checksum }, options);
     } catch (error) {
       await Promise.all(opened.map((s) => s.close()));
       throw error;
@@ -56,7 +67,7 @@ export class ShuffleReader {
   }
 
   /** Reads the index (and checksums) from the given sources and validates them against the data's size. */
-  static async fromSources(sources: ShuffleOutputSources): Promise<ShuffleReader> {
+  static async fromSources(sources: ShuffleOutputSources, options: OpenOptions = {}): Promise<ShuffleReader> {
     const { index, data, checksum } = sources;
     const indexSize = await index.size();
     if (indexSize < 16 || indexSize % 8 !== 0) {
@@ -92,7 +103,7 @@ export class ShuffleReader {
       const cview = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
       checksums = Array.from({ length: numPartitions }, (_, p) => Number(cview.getBigUint64(p * 8, false) & 0xffffffffn));
     }
-    return new ShuffleReader(sources, offsets, checksums);
+    return new ShuffleReader(sources, offsets, checksums, options);
   }
 
   get numPartitions(): number {
@@ -156,9 +167,14 @@ export class ShuffleReader {
       throw new ShuffleError('CS_INVALID_ARGUMENT', `coalesceRows must be an integer >= 1, got ${String(target)}`);
     }
     let coalescer: BatchCoalescer | null = null;
+    let schema: Schema | null = null;
     for (let p = start; p < end; p++) {
       if (this.partitionLength(p) === 0) continue;
-      for await (const batch of readIpcStream(await this.partitionBytes(p), this.location(p))) {
+      for await (const batch of readIpcStream(await this.partitionBytes(p), this.location(p), this.openOptions)) {
+        if (schema === null) schema = batch.schema;
+        else if (batch.schema !== schema && !sameSchema(schema, batch.schema)) {
+          throw new ShuffleError('CS_CORRUPT_DATA', 'the partitions of one output disagree about the schema', this.location(p));
+        }
         if (target === undefined) {
           yield batch;
           continue;
