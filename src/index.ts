@@ -18,3 +18,4 @@ export { partitionBufferRows, targetCapacity } from './writer/buffer-sizing.js';
 export { ShuffleReader, type OpenOptions, type ReadOptions, type ShuffleOutputSources } from './reader/shuffle-reader.js';
 export { LocalFileSource, type ByteRangeSource } from './reader/byte-source.js';
 export { BatchCoalescer } from './reader/batch-coalescer.js';
+export { removeLeftovers, type LeftoverLocations } from './cleanup.js';

@@ -61,7 +61,7 @@ const MAX_IOVECS = 512; // chunks gathered before a writev
 /**
  * Writes the data file partition by partition under a temporary name, then
  * commits all three files by rename (index last: an index file with its final
- * name means the output is complete). On any failure, and on abort, every
+ * name means the output is complete; an older output's index is removed first). On any failure, and on abort, every
  * temporary file is removed and no file with a final name is left behind.
  *
  * Protocol: `create`, then for p = 0..P-1 in ascending order one
@@ -160,6 +160,12 @@ export class DataFileWriter {
       await writeWhole(this.temp.index, encodeIndex(this.partitionLengths));
       const renamed: string[] = [];
       try {
+        // an older output with this prefix stops being committed before its data is replaced, so a
+        // crash between the renames leaves an uncommitted output (removeLeftovers cleans it), never
+        // an old index over new data
+        await rm(this.paths.index, { force: true }).catch((cause: unknown) => {
+          throw ioError('replace the existing shuffle output', this.paths.index, cause);
+        });
         for (const key of ['data', 'checksum', 'index'] as const) {
           await rename(this.temp[key], this.paths[key]).catch((cause: unknown) => {
             throw ioError('commit the shuffle output', this.paths[key], cause);

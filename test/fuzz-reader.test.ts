@@ -1,0 +1,174 @@
+/**
+ * Reader fuzzing, short run (test/support/fuzz-reader.ts has the rules): valid
+ * outputs of every flat type, mutated at random (bit flips, truncations,
+ * splices, length-field and index rewrites), must be read as a ShuffleError
+ * or as exactly the original rows, never another exception or a hang.
+ *
+ *   FUZZ_SEED=123 FUZZ_RUNS=2000 npx vitest run test/fuzz-reader.test.ts
+ *
+ * The long run is `npm run fuzz` (scripts/fuzz.ts).
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import fc from 'fast-check';
+import { join } from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import { ShuffleError } from '../src/errors.js';
+import { ShuffleReader } from '../src/reader/shuffle-reader.js';
+import { LocalFileSource } from '../src/reader/byte-source.js';
+import { outputPaths } from '../src/format/output-files.js';
+import {
+  applyMutations,
+  buildBases,
+  caseArb,
+  describeViolation,
+  outcomeKey,
+  runCase,
+  seedFromEnv,
+  Tally,
+  type BaseOutput,
+  type Mutation,
+} from './support/fuzz-reader.js';
+import { makeTempDir, removeDir } from './support/temp-dir.js';
+import { writeFile } from 'node:fs/promises';
+
+const SEED = seedFromEnv();
+const RUNS = Number(process.env['FUZZ_RUNS'] ?? 400);
+const CASE_TIMEOUT_MS = 5000;
+
+let dir: string;
+let bases: BaseOutput[];
+
+beforeAll(async () => {
+  dir = await makeTempDir('cs-fuzz-');
+  await mkdir(join(dir, 'cases'));
+  bases = await buildBases(dir, SEED);
+  console.log(`fuzz-reader: seed ${SEED} (FUZZ_SEED=${SEED} to replay), ${RUNS} runs, ${bases.length} base outputs`);
+});
+
+afterAll(async () => {
+  await removeDir(dir);
+});
+
+describe('reader fuzzing', () => {
+  test('the base outputs cover every codec and read back whole', () => {
+    expect(new Set(bases.map((b) => b.codec))).toEqual(new Set(['lz4', 'zstd', 'none']));
+    expect(bases.some((b) => b.compressedPrefixes.length > 0)).toBe(true);
+  });
+
+  test(`mutated outputs end in a ShuffleError or the original rows (seed ${SEED})`, async () => {
+    const tally = new Tally();
+    const started = Date.now();
+    await fc.assert(
+      fc.asyncProperty(caseArb(bases.length), async (c) => {
+        const base = bases[c.base]!;
+        const result = await runCase(join(dir, 'cases'), base, c.mutations, CASE_TIMEOUT_MS);
+        for (const r of result.reports) tally.add(outcomeKey(r));
+        if (result.violations.length > 0) {
+          throw new Error(
+            `${base.label}\nmutations: ${result.applied.join('; ')}\n` + result.violations.map(describeViolation).join('\n'),
+          );
+        }
+      }),
+      { seed: SEED, numRuns: RUNS, endOnFailure: false },
+    );
+    const ms = Date.now() - started;
+    console.log(`fuzz-reader: ${RUNS} cases in ${ms} ms (${(ms / RUNS).toFixed(1)} ms/case)\n${tally.format()}`);
+  }, 120_000);
+});
+
+/** Runs one pinned mutation of the first base that `pick` accepts and expects no violation. */
+async function expectNoViolation(pick: (b: BaseOutput) => Mutation[] | null): Promise<void> {
+  let found: { base: BaseOutput; mutations: Mutation[] } | null = null;
+  for (const base of bases) {
+    const mutations = pick(base);
+    if (mutations !== null) {
+      found = { base, mutations };
+      break;
+    }
+  }
+  expect(found, 'no base output fits this mutation').not.toBeNull();
+  const result = await runCase(join(dir, 'cases'), found!.base, found!.mutations, CASE_TIMEOUT_MS);
+  const account = `${found!.base.label}\nmutations: ${result.applied.join('; ')}\n${result.violations.map(describeViolation).join('\n')}`;
+  expect(result.violations.length, account).toBe(0);
+}
+
+describe('pinned mutations (found by the fuzzer)', () => {
+  test('a buffer offset of 2^53 + 1 in a record batch message is a ShuffleError, not a TypeError from arrow-js', async () => {
+    await expectNoViolation((b) => {
+      const pick = b.fields.findIndex((f) => f.kind === 'buffer-offset');
+      return pick < 0 ? null : [{ kind: 'length-field', pick, value: 15, random: 0 }];
+    });
+  });
+
+  test('a field type the schema flatbuffer does not know is a ShuffleError (schema() and readPartition)', async () => {
+    await expectNoViolation((b) => {
+      const at = schemaTypeTypeByte(b);
+      return at === null ? null : [{ kind: 'byte-set', pos: at, value: 0x7f }];
+    });
+  });
+
+  test('an index that makes a non-empty partition empty is caught by its checksum', async () => {
+    await expectNoViolation((b) => (b.numPartitions >= 2 && b.rows[0]!.length > 0 ? [{ kind: 'index-entry', entry: 1, value: 0, random: 0 }] : null));
+  });
+});
+
+/** Data-file position of the type_type byte of the first field of partition 0's schema message. */
+function schemaTypeTypeByte(b: BaseOutput): number | null {
+  const view = new DataView(b.data.buffer, b.data.byteOffset, b.data.byteLength);
+  if (b.data.byteLength < 16) return null;
+  const field = (table: number, i: number): number | null => {
+    const vtable = table - view.getInt32(table, true);
+    if (4 + 2 * i + 2 > view.getUint16(vtable, true)) return null;
+    const rel = view.getUint16(vtable + 4 + 2 * i, true);
+    return rel === 0 ? null : table + rel;
+  };
+  const deref = (at: number) => at + view.getUint32(at, true);
+  const meta = 8; // continuation marker, metadata size
+  const header = field(deref(meta), 2);
+  if (header === null) return null;
+  const fields = field(deref(header), 1); // Schema: 0 endianness, 1 fields
+  if (fields === null) return null;
+  const vec = deref(fields);
+  if (view.getUint32(vec, true) === 0) return null;
+  return field(deref(vec + 4), 2); // Field: 0 name, 1 nullable, 2 type_type
+}
+
+describe('decompression bombs', () => {
+  for (const codec of ['lz4', 'zstd'] as const) {
+    for (const mode of ['checksum', 'no-checksum'] as const) {
+      test(`a ${codec} buffer whose prefix claims 2^40 bytes is a ShuffleError (${mode})`, async () => {
+        const base = bases.find((b) => b.codec === codec && b.compressedPrefixes.length > 0);
+        expect(base, `no ${codec} base with a compressed buffer`).toBeDefined();
+        const field = base!.compressedPrefixes[0]!;
+        // value 14: 2^40
+        const mutated = applyMutations(base!, [{ kind: 'compression-prefix', pick: 0, value: 14, random: 0 }]);
+        expect(mutated.applied[0]).toContain(`to ${2n ** 40n}`);
+        const prefix = join(dir, `bomb-${codec}-${mode}`);
+        const paths = outputPaths(prefix);
+        await writeFile(paths.data, mutated.data);
+        await writeFile(paths.index, mutated.index);
+        await writeFile(paths.checksum, mutated.checksum);
+        let reader: ShuffleReader;
+        const sources: LocalFileSource[] = [];
+        if (mode === 'checksum') {
+          reader = await ShuffleReader.open(prefix);
+        } else {
+          sources.push(await LocalFileSource.open(paths.data), await LocalFileSource.open(paths.index));
+          reader = await ShuffleReader.fromSources({ data: sources[0]!, index: sources[1]! });
+        }
+        const before = process.memoryUsage().arrayBuffers;
+        let caught: unknown = null;
+        try {
+          for await (const batch of reader.readPartition(field.partition)) void batch;
+        } catch (error) {
+          caught = error;
+        } finally {
+          await reader.close();
+        }
+        expect(caught).toBeInstanceOf(ShuffleError);
+        if (mode === 'no-checksum') expect((caught as ShuffleError).code).toBe('CS_CORRUPT_DATA');
+        expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(256 * 1024 * 1024);
+      });
+    }
+  }
+});
