@@ -11,6 +11,7 @@ import { VectorLoader } from 'apache-arrow/visitor/vectorloader';
 import { ShuffleError, type ErrorLocation } from '../errors.js';
 import { codecByArrowType } from './codec.js';
 import { CONTINUATION_MARKER, padding8, type FieldNodeInfo } from './ipc-message.js';
+import { columnInconsistency } from './validate-column.js';
 
 /**
  * Reads one Arrow IPC stream (schema message, dictionary and record-batch
@@ -29,19 +30,27 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
   if (first.message.headerType !== MessageHeader.Schema) {
     throw messages.corrupt('the stream does not start with a schema message', first.start);
   }
-  const schema = first.message.header() as Schema;
+  const schema = first.header as Schema;
   const version = first.message.version;
   const dictionaries = new Map<number, Vector>();
 
   for (let next = messages.next(); next !== null; next = messages.next()) {
     const { message, body, start } = next;
     if (message.headerType === MessageHeader.RecordBatch) {
-      const header = message.header() as RecordBatchHeader;
+      const header = next.header as RecordBatchHeader;
       const children = await loadColumns(header, body, schema.fields.map((f) => f.type), dictionaries, version, messages, start, maxBufferBytes);
+      const mismatch = children.findIndex((child) => child.length !== header.length);
+      if (mismatch >= 0) {
+        throw messages.corrupt(`the record batch has ${header.length} rows but column ${mismatch} has ${children[mismatch]!.length}`, start);
+      }
+      children.forEach((child, c) => {
+        const problem = columnInconsistency(child);
+        if (problem !== null) throw messages.corrupt(`column ${c} ("${schema.fields[c]?.name}") is inconsistent: ${problem}`, start);
+      });
       const data = makeData({ type: new Struct(schema.fields), length: header.length, nullCount: 0, children });
       yield new RecordBatch(schema, data);
     } else if (message.headerType === MessageHeader.DictionaryBatch) {
-      const header = message.header() as DictionaryBatchHeader;
+      const header = next.header as DictionaryBatchHeader;
       const type = schema.dictionaries.get(header.id);
       if (type === undefined) throw messages.corrupt(`dictionary batch for unknown dictionary id ${header.id}`, start);
       const [data] = await loadColumns(header.data, body, [type], dictionaries, version, messages, start, maxBufferBytes);
@@ -69,11 +78,13 @@ export function readIpcSchema(bytes: Uint8Array, where: ErrorLocation = {}): Sch
   if (first === null || first.message.headerType !== MessageHeader.Schema) {
     throw messages.corrupt('the stream does not start with a schema message', 0);
   }
-  return first.message.header() as Schema;
+  return first.header as Schema;
 }
 
 interface RawMessage {
   message: Message;
+  /** the decoded header (Schema, RecordBatch or DictionaryBatch metadata) */
+  header: unknown;
   body: Uint8Array;
   /** offset of the message in the stream */
   start: number;
@@ -103,18 +114,22 @@ class MessageCursor {
       throw this.corrupt(`message metadata of ${metadataSize} bytes runs past the end of the stream`, start);
     }
     let message: Message;
+    let header: unknown;
     try {
+      // arrow-js decodes the header lazily: decode it here, where a broken flatbuffer is still ours to report
       message = Message.decode(bytes.subarray(metadataStart, metadataStart + metadataSize));
+      header = message.header();
     } catch (cause) {
       throw this.corrupt(`unreadable message metadata: ${(cause as Error).message}`, start, cause);
     }
+    if (header === null || header === undefined) throw this.corrupt('message metadata without a header', start);
     const bodyStart = metadataStart + metadataSize;
     const bodyLength = Number(message.bodyLength);
     if (!Number.isSafeInteger(bodyLength) || bodyLength < 0 || bodyStart + bodyLength > bytes.byteLength) {
       throw this.corrupt(`message body of ${message.bodyLength} bytes runs past the end of the stream`, start);
     }
     this.position = bodyStart + bodyLength;
-    return { message, body: bytes.subarray(bodyStart, bodyStart + bodyLength), start };
+    return { message, header, body: bytes.subarray(bodyStart, bodyStart + bodyLength), start };
   }
 
   corrupt(what: string, offsetInStream: number, cause?: unknown): ShuffleError {

@@ -57,6 +57,8 @@ export interface BaseOutput {
   data: Uint8Array;
   index: Uint8Array;
   checksum: Uint8Array;
+  /** String(type) of every column */
+  schemaTypes: string[];
   /** per partition, the canonical rows the unmutated output yields */
   rows: string[][];
   fields: LengthField[];
@@ -139,6 +141,7 @@ export async function buildBases(dir: string, seed: number, count = 24): Promise
       label: `base ${b}: ${codec}, P=${numPartitions}, ${typeIndexes.map((t) => TYPE_CASES[t]!.name).join(', ')}, rows ${rows.map((r) => r.length).join('/')}`,
       codec,
       types: typeIndexes.map((t) => TYPE_CASES[t]!.name),
+      schemaTypes: schema.fields.map((f) => String(f.type)),
       numPartitions,
       data,
       index,
@@ -472,13 +475,17 @@ function batchProblem(batch: RecordBatch, fieldCount: number): string | null {
 }
 
 /** Reads one batch stream to the end, returning its rows or the outcome that stopped it. */
-async function drain(batches: AsyncIterable<RecordBatch>, expected: readonly string[], fieldCount: number): Promise<Outcome> {
+async function drain(batches: AsyncIterable<RecordBatch>, expected: readonly string[], fieldCount: number, schemaTypes?: readonly string[]): Promise<Outcome> {
   const rows: string[] = [];
   try {
     for await (const batch of batches) {
       // a batch far longer than the partition is wrong already: do not materialize its rows
       if (rows.length + batch.numRows > expected.length) {
         return { kind: 'differs', detail: `a batch of ${batch.numRows} rows after ${rows.length}, the partition has ${expected.length}` };
+      }
+      const types = batch.schema.fields.map((f) => String(f.type));
+      if (schemaTypes !== undefined && types.join() !== schemaTypes.join()) {
+        return { kind: 'differs', detail: `the batch's schema is (${types.join(', ')}), not (${schemaTypes.join(', ')})` };
       }
       const problem = batchProblem(batch, fieldCount);
       if (problem !== null) return { kind: 'invalid-batch', detail: problem };
@@ -515,11 +522,11 @@ async function readAll(reader: ShuffleReader, base: BaseOutput, mode: Mode, repo
       reports.push({ mode, what: `partition ${p}`, outcome: base.rows[p]!.length === 0 ? { kind: 'identical' } : { kind: 'differs', detail: `partition ${p} is missing: the index has ${reader.numPartitions} partitions` } });
       continue;
     }
-    await guarded(`partition ${p}`, () => drain(reader.readPartition(p), base.rows[p]!, fieldCount));
+    await guarded(`partition ${p}`, () => drain(reader.readPartition(p), base.rows[p]!, fieldCount, base.schemaTypes));
   }
   if (mode === 'no-checksum' && reader.numPartitions === base.numPartitions) {
     // the coalescer on whatever the parser accepted
-    await guarded('coalesced', () => drain(reader.readPartitions(0, reader.numPartitions, { coalesceRows: 37 }), base.rows.flat(), fieldCount));
+    await guarded('coalesced', () => drain(reader.readPartitions(0, reader.numPartitions, { coalesceRows: 37 }), base.rows.flat(), fieldCount, base.schemaTypes));
   }
 }
 
