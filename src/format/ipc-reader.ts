@@ -11,6 +11,7 @@ import { VectorLoader } from 'apache-arrow/visitor/vectorloader';
 import { ShuffleError, type ErrorLocation } from '../errors.js';
 import { codecByArrowType } from './codec.js';
 import { CONTINUATION_MARKER, padding8, type FieldNodeInfo } from './ipc-message.js';
+import { metadataCountProblem } from './metadata-counts.js';
 import { columnInconsistency } from './validate-column.js';
 
 /**
@@ -31,6 +32,7 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
     throw messages.corrupt('the stream does not start with a schema message', first.start);
   }
   const schema = first.header as Schema;
+  assertUsableSchema(schema, messages);
   const version = first.message.version;
   const dictionaries = new Map<number, Vector>();
 
@@ -47,8 +49,13 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
         const problem = columnInconsistency(child);
         if (problem !== null) throw messages.corrupt(`column ${c} ("${schema.fields[c]?.name}") is inconsistent: ${problem}`, start);
       });
-      const data = makeData({ type: new Struct(schema.fields), length: header.length, nullCount: 0, children });
-      yield new RecordBatch(schema, data);
+      let batch: RecordBatch;
+      try {
+        batch = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: header.length, nullCount: 0, children }));
+      } catch (cause) {
+        throw messages.corrupt(`cannot assemble the record batch: ${(cause as Error).message}`, start, cause);
+      }
+      yield batch;
     } else if (message.headerType === MessageHeader.DictionaryBatch) {
       const header = next.header as DictionaryBatchHeader;
       const type = schema.dictionaries.get(header.id);
@@ -61,6 +68,13 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
       throw messages.corrupt(`unexpected ${MessageHeader[message.headerType] ?? message.headerType} message`, start);
     }
   }
+}
+
+/** A schema whose flatbuffer decoded into holes (missing fields or types) is refused here, not deep in arrow-js. */
+function assertUsableSchema(schema: Schema, messages: MessageCursor): void {
+  const broken = (fields: readonly Schema['fields'][number][]): boolean =>
+    fields.some((field) => field === null || field === undefined || field.type === null || field.type === undefined || broken(field.type.children ?? []));
+  if (broken(schema.fields)) throw messages.corrupt('the schema message describes a field without a type', 0);
 }
 
 /** Bytes all the buffers of one record batch may decompress to, unless the caller says otherwise. */
@@ -78,6 +92,7 @@ export function readIpcSchema(bytes: Uint8Array, where: ErrorLocation = {}): Sch
   if (first === null || first.message.headerType !== MessageHeader.Schema) {
     throw messages.corrupt('the stream does not start with a schema message', 0);
   }
+  assertUsableSchema(first.header as Schema, messages);
   return first.header as Schema;
 }
 
@@ -113,6 +128,8 @@ class MessageCursor {
     if (metadataSize < 0 || metadataStart + metadataSize > bytes.byteLength) {
       throw this.corrupt(`message metadata of ${metadataSize} bytes runs past the end of the stream`, start);
     }
+    const countProblem = metadataCountProblem(bytes.subarray(metadataStart, metadataStart + metadataSize));
+    if (countProblem !== null) throw this.corrupt(countProblem, start);
     let message: Message;
     let header: unknown;
     try {
