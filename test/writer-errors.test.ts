@@ -146,3 +146,20 @@ describe('precomputed partition ids', () => {
     await expectCode(ShuffleWriter.create(options({ schema, partitioning: { kind: 'partition-id', column: 'pid' } })), 'CS_UNSUPPORTED_KEY_TYPE');
   });
 });
+
+describe('more misuse', () => {
+  test('an empty schema is CS_INVALID_ARGUMENT', async () => {
+    await expectCode(ShuffleWriter.create(options({ partitioning: { kind: 'round-robin' }, schema: new Schema([]) })), 'CS_INVALID_ARGUMENT', /no columns/);
+    const writer = await ShuffleWriter.create(options({ partitioning: { kind: 'round-robin' } }));
+    const empty = new RecordBatch(new Schema([]), makeData({ type: new Struct([]), length: 3, children: [] }));
+    await expectCode(writer.write(empty), 'CS_INVALID_ARGUMENT', /no columns/);
+    await writer.abort();
+  });
+
+  test('a spill directory that is a file is CS_FILE_NOT_FOUND naming it', async () => {
+    const file = join(dir, 'not-a-dir');
+    await (await import('node:fs/promises')).writeFile(file, 'x');
+    const error = await expectCode(ShuffleWriter.create(options({ spillDir: file })), 'CS_FILE_NOT_FOUND', /spill directory/);
+    expect(error.where.file).toBe(file);
+  });
+});

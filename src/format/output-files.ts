@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { open, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, open, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { crc32c } from '@node-rs/crc32';
 import { ioError, ShuffleError } from '../errors.js';
@@ -204,12 +205,21 @@ async function writeWhole(path: string, bytes: Uint8Array): Promise<void> {
   }
 }
 
-/** CS_FILE_NOT_FOUND unless `dir` exists and is a directory; `role` names it ("output", "spill"). */
+/**
+ * CS_FILE_NOT_FOUND unless `dir` exists and is a directory, CS_IO unless it is
+ * writable (a read-only file system refuses even root); `role` names it ("output", "spill").
+ */
 export async function assertDirectory(dir: string, role = 'output'): Promise<void> {
+  let isDirectory: boolean;
   try {
-    if ((await stat(dir)).isDirectory()) return;
+    isDirectory = (await stat(dir)).isDirectory();
   } catch (cause) {
     throw new ShuffleError('CS_FILE_NOT_FOUND', `the ${role} directory does not exist`, { file: dir }, { cause });
   }
-  throw new ShuffleError('CS_FILE_NOT_FOUND', `the ${role} directory is not a directory`, { file: dir });
+  if (!isDirectory) throw new ShuffleError('CS_FILE_NOT_FOUND', `the ${role} directory is not a directory`, { file: dir });
+  try {
+    await access(dir, constants.W_OK);
+  } catch (cause) {
+    throw new ShuffleError('CS_IO', `the ${role} directory is not writable: ${(cause as Error).message}`, { file: dir }, { cause });
+  }
 }

@@ -689,6 +689,7 @@ function binaryBytes(src: SourceColumn, rows: number): number {
 /** Everything about a schema that can be refused before any data is touched. */
 function bindSchemaChecks(schema: Schema, options: Pick<ShuffleWriterOptions, 'partitioning' | 'numPartitions'>): void {
   const pidColumn = options.partitioning.kind === 'partition-id' ? columnIndex(schema, options.partitioning.column) : -1;
+  if (schema.fields.length === 0) throw new ShuffleError('CS_INVALID_ARGUMENT', 'the input has no columns (an empty schema)');
   schema.fields.forEach((field, i) => {
     if (i !== pidColumn) columnLayoutOf(field);
   });
