@@ -81,7 +81,7 @@ async function main(): Promise<void> {
         let outputBytes = 0;
         const bench = new Bench({ iterations: ITERATIONS, time: 0, warmupIterations: 1, warmupTime: 0 });
         bench.add(`write P=${partitions} ${codec}`, async () => {
-          const writer = await ShuffleWriter.create({ numPartitions: partitions, partitioning: { kind: 'hash', keys: ['key'] }, outputPrefix: prefix, codec });
+          const writer = await ShuffleWriter.create({ numPartitions: partitions, partitioning: { kind: 'hash', keys: ['key'] }, outputPrefix: prefix, codec, overwrite: true });
           for (const batch of batches) await writer.write(batch);
           outputBytes = (await writer.finish()).bytesWritten;
         });
@@ -131,6 +131,7 @@ async function spillComparison(batches: RecordBatch[], inputBytes: number, dir: 
       numPartitions: SPILL_PARTITIONS,
       partitioning: { kind: 'hash', keys: ['key'] },
       outputPrefix: `${prefix}-${name}`,
+      overwrite: true,
       codec,
       memoryPool: memoryLimit === null ? undefined : new MemoryPool(memoryLimit),
       spillDir: dir,

@@ -22,6 +22,8 @@ export type ShuffleErrorCode =
   | 'CS_INPUT_NOT_ARROW'
   /** a file or directory to read or write does not exist or cannot be accessed */
   | 'CS_FILE_NOT_FOUND'
+  /** a committed output already exists at the prefix and `overwrite` was not asked for */
+  | 'CS_OUTPUT_EXISTS'
   /** an I/O operation failed (disk full, permission, device error) */
   | 'CS_IO'
   /** stored bytes do not match their checksum */

@@ -765,3 +765,21 @@ describe('the built binary', () => {
     expect(stderr).toBe('');
   });
 });
+
+describe('an existing output', () => {
+  test('write refuses it with CS_OUTPUT_EXISTS unless --overwrite is given', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cs-cli-ow-'));
+    try {
+      const input = join(dir, 'in.arrows');
+      await writeFile(input, tableToIPC(new Table([batch(0, 3)]), 'stream'));
+      const args = ['write', input, '--partitions', '2', '--partitioning', 'round-robin', '--output', join(dir, 'out')];
+      expect((await cli(...args)).code).toBe(0);
+      const refused = await cli(...args);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/CS_OUTPUT_EXISTS/);
+      expect((await cli(...args, '--overwrite')).code).toBe(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

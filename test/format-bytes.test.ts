@@ -792,7 +792,7 @@ describe('atomic commit', () => {
   it('a commit that fails at the last rename (the index name is taken by a directory) leaves none of its files', async () => {
     const dir = await freshDir();
     await mkdir(join(dir, 'out.index'));
-    const writer = await ShuffleWriter.create(baseOptions(dir));
+    const writer = await ShuffleWriter.create({ ...baseOptions(dir), overwrite: true });
     await writer.write(batchOf(input, 0, 1_000));
     const error = await rejection(writer.finish());
     expect(error.code).toBe('CS_IO');
@@ -802,7 +802,7 @@ describe('atomic commit', () => {
 
   it('finishing over an existing output replaces its three files and leaves nothing else', async () => {
     const first = await writeOutput(input, { codec: 'lz4' });
-    const writer = await ShuffleWriter.create({ ...baseOptions(first.dir), codec: 'none' });
+    const writer = await ShuffleWriter.create({ ...baseOptions(first.dir), codec: 'none', overwrite: true });
     await writer.write(batchOf(input, 0, 100));
     const result = await writer.finish();
     expect(await listing(first.dir)).toEqual(['out.checksum.CRC32C', 'out.data', 'out.index']);

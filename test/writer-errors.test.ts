@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { Field, Int32, List, makeData, makeTable, RecordBatch, Schema, Struct, Utf8, vectorFromArray } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { ShuffleError, ShuffleWriter, type ShuffleWriterOptions } from '../src/index.js';
+import { ShuffleError, ShuffleReader, ShuffleWriter, type ShuffleWriterOptions } from '../src/index.js';
 import { listFiles, makeTempDir, removeDir } from './support/temp-dir.js';
 
 let dir: string;
@@ -161,5 +161,36 @@ describe('more misuse', () => {
     await (await import('node:fs/promises')).writeFile(file, 'x');
     const error = await expectCode(ShuffleWriter.create(options({ spillDir: file })), 'CS_FILE_NOT_FOUND', /spill directory/);
     expect(error.where.file).toBe(file);
+  });
+});
+
+describe('an existing output', () => {
+  test('is not overwritten by default: CS_OUTPUT_EXISTS naming its index, and the old output is untouched', async () => {
+    const first = await ShuffleWriter.create(options());
+    await first.write(ints('k', [1, 2, 3]));
+    await first.finish();
+    const before = await listFiles(dir);
+    const error = await expectCode(ShuffleWriter.create(options()), 'CS_OUTPUT_EXISTS');
+    expect(error.where.file).toBe(join(dir, 'out.index'));
+    expect(await listFiles(dir)).toEqual(before);
+  });
+
+  test('is replaced when overwrite is asked for, and only when the new one commits', async () => {
+    const first = await ShuffleWriter.create(options());
+    await first.write(ints('k', [1, 2, 3]));
+    const old = await first.finish();
+    const aborted = await ShuffleWriter.create(options({ overwrite: true }));
+    await aborted.write(ints('k', [4]));
+    await aborted.abort();
+    expect(await listFiles(dir)).toEqual(['out.checksum.CRC32C', 'out.data', 'out.index']);
+    const second = await ShuffleWriter.create(options({ overwrite: true }));
+    await second.write(ints('k', [5, 6]));
+    await second.finish();
+    const reader = await ShuffleReader.open(join(dir, 'out'));
+    const values: number[] = [];
+    for await (const batch of reader.readPartitions(0, reader.numPartitions)) for (const row of batch) values.push(row!.k as number);
+    await reader.close();
+    expect(values.sort()).toEqual([5, 6]);
+    expect(old.rows).toBe(3);
   });
 });

@@ -82,6 +82,7 @@ async function generateAndWrite(
     numPartitions: options.numPartitions,
     partitioning: { kind: 'hash', keys: [KEY] },
     outputPrefix: prefix,
+    overwrite: true, // --dir may hold an earlier demo's output
     codec: options.codec,
     schema: NARROW_SCHEMA,
     memoryPool: options.memoryLimit === undefined ? undefined : new MemoryPool(options.memoryLimit),

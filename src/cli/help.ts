@@ -51,6 +51,8 @@ Options:
                            of 1024, KB, MB, GB powers of 1000 (64MiB, 1.5GiB)
       --spill-dir DIR      existing directory for the spill files, which are
                            deleted when done (default: the OS temp directory)
+      --overwrite          replace an existing output at PREFIX (without it,
+                           an existing output is error CS_OUTPUT_EXISTS)
       --json               print one JSON object with the result on stdout,
                            spills, spilledBytes and peakMemoryBytes included
   -h, --help               show this help

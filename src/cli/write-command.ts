@@ -29,6 +29,7 @@ const OPTIONS = {
   'map-id': { type: 'string' },
   'memory-limit': { type: 'string' },
   'spill-dir': { type: 'string' },
+  overwrite: { type: 'boolean' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -45,6 +46,7 @@ interface WriteArgs {
   /** bytes the writer may hold; undefined: unbounded */
   memoryLimit: number | undefined;
   spillDir: string | undefined;
+  overwrite: boolean;
   json: boolean;
 }
 
@@ -68,6 +70,7 @@ function parse(args: string[]): WriteArgs {
     mapId: integerOption(stringOption(parsed, 'map-id'), 'map-id', 'write', 0) ?? 0,
     memoryLimit: byteSizeOption(stringOption(parsed, 'memory-limit'), 'memory-limit', 'write'),
     spillDir: spillDirOption(stringOption(parsed, 'spill-dir')),
+    overwrite: flag(parsed, 'overwrite'),
     json: flag(parsed, 'json'),
   };
 }
@@ -88,6 +91,7 @@ export async function writeCommand(args: string[], ctx: CliContext): Promise<num
       mapId: options.mapId,
       memoryPool: options.memoryLimit === undefined ? undefined : new MemoryPool(options.memoryLimit),
       spillDir: options.spillDir,
+      overwrite: options.overwrite,
       schema: input.schema, // refuses unknown keys and unsupported types before any batch is read
     });
     try {

@@ -88,9 +88,12 @@ export class DataFileWriter {
     this.handle = handle;
   }
 
-  static async create(prefix: string): Promise<DataFileWriter> {
+  static async create(prefix: string, overwrite = false): Promise<DataFileWriter> {
     const paths = outputPaths(prefix);
     await assertDirectory(dirname(paths.data));
+    if (!overwrite && (await exists(paths.index))) {
+      throw new ShuffleError('CS_OUTPUT_EXISTS', 'a committed shuffle output already exists here; pass overwrite to replace it', { file: paths.index });
+    }
     const tag = randomBytes(6).toString('hex');
     const temp: OutputPaths = {
       data: `${paths.data}.${tag}.tmp`,
@@ -221,5 +224,14 @@ export async function assertDirectory(dir: string, role = 'output'): Promise<voi
     await access(dir, constants.W_OK);
   } catch (cause) {
     throw new ShuffleError('CS_IO', `the ${role} directory is not writable: ${(cause as Error).message}`, { file: dir }, { cause });
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch {
+    return false;
   }
 }

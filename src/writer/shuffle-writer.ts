@@ -62,7 +62,7 @@ export class ShuffleWriter implements Reclaimable {
   private state: WriterState = 'open';
   /** set when a spill asked for by another writer failed in a way that cost this writer rows */
   private failure: unknown = null;
-  private readonly options: Required<Omit<ShuffleWriterOptions, 'schema' | 'codec' | 'memoryPool'>>;
+  private readonly options: Required<Omit<ShuffleWriterOptions, 'schema' | 'codec' | 'memoryPool' | 'overwrite'>>;
   private readonly codec: Codec | null;
   private readonly advisor = new CompressionAdvisor();
   private readonly output: DataFileWriter;
@@ -139,7 +139,7 @@ export class ShuffleWriter implements Reclaimable {
     codecByName(options.codec ?? 'lz4');
     if (options.schema) bindSchemaChecks(options.schema, options);
     if (options.spillDir !== undefined) await assertDirectory(options.spillDir, 'spill');
-    const output = await DataFileWriter.create(options.outputPrefix);
+    const output = await DataFileWriter.create(options.outputPrefix, options.overwrite ?? false);
     const writer = new ShuffleWriter(options, output);
     if (options.schema) writer.bindSchema(options.schema);
     return writer;

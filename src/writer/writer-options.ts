@@ -25,6 +25,12 @@ export interface ShuffleWriterOptions {
   partitioning: Partitioning;
   /** Output files are `<outputPrefix>.data`, `.index` and `.checksum.CRC32C`; the directory must exist. */
   outputPrefix: string;
+  /**
+   * Whether a committed output already at `outputPrefix` may be replaced (default false: create()
+   * fails with CS_OUTPUT_EXISTS, so an attempt never clobbers another's output by accident).
+   * When true, the old output stays as it was until the new one commits.
+   */
+  overwrite?: boolean;
   /** Body compression of every record batch (default lz4, i.e. Arrow LZ4_FRAME). */
   codec?: CodecName;
   /** The map task's id: seeds round-robin's start as Spark does (default 0). */

@@ -82,6 +82,7 @@ async function main(): Promise<void> {
     partitioning: { kind: 'hash', keys: ['key'] },
     outputPrefix: prefix,
     spillDir,
+    overwrite: true, // a new attempt replaces whatever an earlier, killed attempt committed
     memoryPool: pool,
   });
   const reclaim = writer.reclaim.bind(writer);
