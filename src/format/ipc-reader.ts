@@ -70,12 +70,33 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
   }
 }
 
-/** A schema whose flatbuffer decoded into holes (missing fields or types) is refused here, not deep in arrow-js. */
+/**
+ * A schema whose flatbuffer decoded into holes (missing fields or types) or
+ * impossible type parameters (a negative fixed width, a bit width Arrow does
+ * not have) is refused here, not deep in arrow-js or in a buffer allocation.
+ */
 function assertUsableSchema(schema: Schema, messages: MessageCursor): void {
-  const broken = (fields: readonly Schema['fields'][number][]): boolean =>
-    fields.some((field) => field === null || field === undefined || field.type === null || field.type === undefined || broken(field.type.children ?? []));
-  if (broken(schema.fields)) throw messages.corrupt('the schema message describes a field without a type', 0);
+  const problem = (fields: readonly Schema['fields'][number][]): string | null => {
+    for (const field of fields) {
+      if (field === null || field === undefined || field.type === null || field.type === undefined) return 'a field without a type';
+      const type = field.type as { byteWidth?: number; bitWidth?: number; listSize?: number };
+      if (type.byteWidth !== undefined && !(Number.isInteger(type.byteWidth) && type.byteWidth >= 0 && type.byteWidth <= MAX_FIXED_WIDTH)) {
+        return `field "${field.name}" has a fixed width of ${type.byteWidth} bytes`;
+      }
+      if (type.bitWidth !== undefined && !BIT_WIDTHS.has(type.bitWidth)) return `field "${field.name}" has a bit width of ${type.bitWidth}`;
+      if (type.listSize !== undefined && !(Number.isInteger(type.listSize) && type.listSize >= 0)) return `field "${field.name}" has a list size of ${type.listSize}`;
+      const inner = problem(field.type.children ?? []);
+      if (inner !== null) return inner;
+    }
+    return null;
+  };
+  const found = problem(schema.fields);
+  if (found !== null) throw messages.corrupt(`the schema message describes ${found}`, 0);
 }
+
+const BIT_WIDTHS = new Set([1, 8, 16, 32, 64, 128, 256]);
+/** Widest fixed-size binary accepted from a file (a sanity bound, far beyond any real schema). */
+const MAX_FIXED_WIDTH = 1 << 20;
 
 /** Bytes all the buffers of one record batch may decompress to, unless the caller says otherwise. */
 export const DEFAULT_MAX_BUFFER_BYTES = 2 ** 31 - 1;
