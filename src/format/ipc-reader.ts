@@ -251,7 +251,7 @@ async function decompressBody(
 }
 
 /** Lays buffers out as an uncompressed IPC body: each at an 8-aligned offset. */
-export function assembleBody(pieces: readonly Uint8Array[]): { body: Uint8Array; regions: BufferRegion[] } {
+function assembleBody(pieces: readonly Uint8Array[]): { body: Uint8Array; regions: BufferRegion[] } {
   let total = 0;
   for (const piece of pieces) total += piece.byteLength + padding8(piece.byteLength);
   const out = new Uint8Array(total);

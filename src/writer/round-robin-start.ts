@@ -47,7 +47,7 @@ export class XorShiftRandom {
 }
 
 /** XORShiftRandom.hashSeed: scala MurmurHash3.bytesHash over the seed's 8 big-endian bytes, twice. */
-export function hashSeed(seed: bigint): bigint {
+function hashSeed(seed: bigint): bigint {
   const bytes = new Uint8Array(8);
   new DataView(bytes.buffer).setBigInt64(0, BigInt.asIntN(64, seed), false);
   const low = scalaBytesHash(bytes, 0x3c074a61);
