@@ -2,6 +2,7 @@ import type { Schema } from 'apache-arrow';
 import {
   BodyCompression,
   BufferRegion,
+  DictionaryBatch as DictionaryBatchHeader,
   FieldNode,
   Message,
   RecordBatch as RecordBatchHeader,
@@ -70,8 +71,23 @@ export interface EncodedMessage {
 
 const ZEROS = new Uint8Array(8);
 
+/** Upper bound of a record-batch message's header and length prefixes beyond its body buffers. */
+export const MESSAGE_OVERHEAD_BYTES = 4096;
+
+/** Most bytes the encoded form of `raw` body bytes can take next to them: frames, prefixes, header. */
+export function compressionBound(raw: number): number {
+  return raw + Math.ceil(raw / 128) + MESSAGE_OVERHEAD_BYTES;
+}
+
+/** Makes a record-batch body a dictionary batch: the values of dictionary `id`, replacing it or (delta) appended to it. */
+export interface DictionaryTarget {
+  id: number;
+  isDelta: boolean;
+}
+
 /**
- * Encodes a record-batch message whose body holds `buffers` in order (validity,
+ * Encodes a record-batch message (or, with `dictionary`, a dictionary-batch
+ * message) whose body holds `buffers` in order (validity,
  * offsets, values... as the Arrow columnar format lays them out per field).
  * With a codec, each non-empty buffer is compressed on its own and prefixed
  * with its uncompressed length; a buffer that does not shrink, or that the
@@ -85,6 +101,7 @@ export async function encodeRecordBatchMessage(
   buffers: readonly Uint8Array[],
   codec: Codec | null,
   advisor?: CompressionPolicy,
+  dictionary?: DictionaryTarget,
 ): Promise<EncodedMessage> {
   const bodyParts: Uint8Array[][] = codec === null
     ? buffers.map((b) => [b])
@@ -105,12 +122,13 @@ export async function encodeRecordBatchMessage(
     offset += length + pad;
   }
 
-  const header = new RecordBatchHeader(
+  const batch = new RecordBatchHeader(
     rows,
     nodes.map((n) => new FieldNode(n.length, n.nullCount)),
     regions,
     codec === null ? null : new BodyCompression(codec.arrowType),
   );
+  const header = dictionary === undefined ? batch : new DictionaryBatchHeader(batch, dictionary.id, dictionary.isDelta);
   const framed = frameMetadata(Message.encode(Message.from(header, offset)));
   return { chunks: [framed, ...body], byteLength: framed.byteLength + offset };
 }

@@ -1,4 +1,4 @@
-import { makeData, RecordBatch, Struct, Vector, type Data, type Schema } from 'apache-arrow';
+import { makeData, RecordBatch, Struct, Vector, type Data, type DataType, type Schema } from 'apache-arrow';
 import { MessageHeader, MetadataVersion } from 'apache-arrow/enum';
 import {
   BufferRegion,
@@ -267,16 +267,27 @@ function assembleBody(pieces: readonly Uint8Array[]): { body: Uint8Array; region
 
 /**
  * A RecordBatch over uncompressed body buffers in IPC order (as a partition
- * buffer's snapshot produces them), loaded by arrow-js's own VectorLoader.
+ * buffer's snapshot produces them), loaded by arrow-js's own VectorLoader;
+ * dictionary columns point into `dictionaries` (by dictionary id).
  */
 export function recordBatchFromBuffers(
   schema: Schema,
   rows: number,
   nodes: readonly FieldNodeInfo[],
   buffers: readonly Uint8Array[],
+  dictionaries: Map<number, Vector> = new Map(),
 ): RecordBatch {
+  const children = loadFromBuffers(schema.fields.map((f) => f.type), nodes, buffers, dictionaries);
+  return new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rows, nullCount: 0, children }));
+}
+
+/** One column over uncompressed body buffers in IPC order (see recordBatchFromBuffers). */
+export function dataFromBuffers(type: DataType, nodes: readonly FieldNodeInfo[], buffers: readonly Uint8Array[], dictionaries: Map<number, Vector> = new Map()): Data {
+  return loadFromBuffers([type], nodes, buffers, dictionaries)[0]!;
+}
+
+function loadFromBuffers(types: DataType[], nodes: readonly FieldNodeInfo[], buffers: readonly Uint8Array[], dictionaries: Map<number, Vector>): Data[] {
   const { body, regions } = assembleBody(buffers);
   const fieldNodes = nodes.map((n) => new FieldNode(n.length, n.nullCount));
-  const children = new VectorLoader(body, fieldNodes, regions, new Map()).visitMany(schema.fields.map((f) => f.type));
-  return new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rows, nullCount: 0, children }));
+  return new VectorLoader(body, fieldNodes, regions, dictionaries).visitMany(types);
 }

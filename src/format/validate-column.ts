@@ -49,5 +49,7 @@ export function columnInconsistency(data: Data): string | null {
     }
     case 'null':
       return null;
+    default:
+      return null;
   }
 }

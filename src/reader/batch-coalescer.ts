@@ -1,38 +1,54 @@
-import type { RecordBatch, Schema } from 'apache-arrow';
+import type { Data, RecordBatch, Schema, Vector } from 'apache-arrow';
 import type { FieldNodeInfo } from '../format/ipc-message.js';
 import { recordBatchFromBuffers } from '../format/ipc-reader.js';
+import { IdentityRows, onePartition, planAppend, splitAppend } from '../writer/append-rows.js';
 import { ColumnBuffer } from '../writer/column-buffer.js';
-import { columnLayoutOf } from '../writer/column-layout.js';
+import { childLayouts, columnLayoutOf, type ColumnLayout } from '../writer/column-layout.js';
 import { prepareSourceColumn } from '../writer/source-column.js';
-import { splitColumn } from '../writer/split-column.js';
+import { ScratchSelections } from '../writer/split-plan.js';
 
 /**
  * Merges small batches into batches of about `targetRows` rows (after a
  * shuffle, partitions often arrive as many small batches: Gluten #9035).
  * It appends rows with the writer's own split functions, reading every row
- * in order. A batch that is already large enough passes through untouched.
+ * in order, nested columns included. A batch that is already large enough
+ * passes through untouched.
+ *
+ * Dictionary columns keep their indices: the rows held so far and a new
+ * batch must share the dictionary (a delta dictionary only extends it, as in
+ * one partition's stream); a batch with another dictionary first flushes
+ * what is held.
  *
  * Protocol: `push` each batch and emit what it returns, then emit `finish()`.
  */
 export class BatchCoalescer {
+  private readonly layouts: ColumnLayout[];
   private readonly columns: ColumnBuffer[];
   private filled = 0;
   private capacity = 0;
-  private identity = new Uint32Array(0);
+  private readonly identity = new IdentityRows();
+  private readonly scratch = new ScratchSelections();
+  /** the dictionaries of the rows held, by id (the newest, which extends the older ones) */
+  private dictionaries = new Map<number, Vector>();
 
   constructor(private readonly schema: Schema, private readonly targetRows: number) {
-    this.columns = schema.fields.map((field) => new ColumnBuffer(columnLayoutOf(field)));
+    this.layouts = schema.fields.map((field) => columnLayoutOf(field));
+    this.columns = this.layouts.map((layout) => new ColumnBuffer(layout));
   }
 
   push(batch: RecordBatch): RecordBatch[] {
     const out: RecordBatch[] = [];
     const rows = batch.numRows;
     if (rows === 0) return out;
-    if (this.filled > 0 && this.filled + rows > this.targetRows) out.push(this.flush());
+    const dictionaries = new Map<number, Vector>();
+    batch.data.children.forEach((data, c) => collectDictionaries(data, this.layouts[c]!, dictionaries));
+    const compatible = [...dictionaries].every(([id, next]) => extendsVector(next, this.dictionaries.get(id)));
+    if (this.filled > 0 && (this.filled + rows > this.targetRows || !compatible)) out.push(this.flush());
     if (rows >= this.targetRows) {
       out.push(batch);
       return out;
     }
+    this.dictionaries = dictionaries;
     this.append(batch);
     return out;
   }
@@ -43,17 +59,13 @@ export class BatchCoalescer {
 
   private append(batch: RecordBatch): void {
     const rows = batch.numRows;
-    if (this.filled + rows > this.capacity) {
-      // grow by doubling up to the target, so a huge target does not allocate up front
-      const capacity = Math.min(this.targetRows, Math.max(this.capacity * 2, this.filled + rows, 1024));
-      this.columns.forEach((column) => column.resize(capacity, this.filled, Math.max(1024, column.dataLength * 2)));
-      this.capacity = capacity;
-    }
-    if (this.identity.length < rows) this.identity = Uint32Array.from({ length: Math.max(rows, 1024) }, (_, i) => i);
-    this.columns.forEach((column, c) => {
-      const src = prepareSourceColumn(batch.data.children[c]!, column.layout);
-      splitColumn(src, this.identity, 0, rows, column, this.filled, this.capacity);
-    });
+    // grow by doubling up to the target, so a huge target does not allocate up front
+    const capacity = this.filled + rows > this.capacity ? Math.min(this.targetRows, Math.max(this.capacity * 2, this.filled + rows, 1024)) : this.capacity;
+    const sources = batch.data.children.map((data, c) => prepareSourceColumn(data, this.layouts[c]!));
+    const { plans, growth } = planAppend(sources, this.columns, onePartition(this.identity.get(rows), 0, rows), this.filled, capacity, this.scratch);
+    growth.apply();
+    this.capacity = capacity;
+    splitAppend(plans, this.columns, this.filled);
     this.filled += rows;
   }
 
@@ -64,8 +76,21 @@ export class BatchCoalescer {
       column.snapshot(this.filled, nodes, buffers);
       column.clear();
     }
-    const batch = recordBatchFromBuffers(this.schema, this.filled, nodes, buffers);
+    const batch = recordBatchFromBuffers(this.schema, this.filled, nodes, buffers, this.dictionaries);
     this.filled = 0;
     return batch;
   }
+}
+
+function collectDictionaries(data: Data, layout: ColumnLayout, found: Map<number, Vector>): void {
+  if (layout.kind === 'dictionary') found.set(layout.id, data.dictionary!);
+  else childLayouts(layout).forEach((child, i) => collectDictionaries(data.children[i]!, child, found));
+}
+
+/** Whether `next` holds `previous`'s chunks first (an IPC delta dictionary appends to the previous vector). */
+function extendsVector(next: Vector, previous: Vector | undefined): boolean {
+  if (previous === undefined || previous === next) return true;
+  const a = previous.data;
+  const b = next.data;
+  return a.length <= b.length && a.every((chunk, i) => chunk === b[i]);
 }

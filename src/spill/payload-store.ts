@@ -9,7 +9,8 @@ import { SpillFile } from './spill-file.js';
  * disk, so their memory can go.
  */
 export interface ExtraMessages {
-  encode(): Promise<EncodedMessage[]>;
+  /** the messages in order, and how many of them are record batches (the others: dictionary batches) */
+  encode(): Promise<{ messages: EncodedMessage[]; batches: number }>;
   written(): void;
 }
 
@@ -65,11 +66,15 @@ export class PayloadStore {
     return this.cachedBytes;
   }
 
-  /** Adds partition p's next payload, for which `reserved` bytes are already reserved. */
-  add(p: number, message: Promise<EncodedMessage>, reserved: number): void {
+  /**
+   * Adds partition p's next payload, for which `reserved` bytes are already
+   * reserved: a record batch, or (`isBatch` false) a dictionary batch, whose
+   * memory its owner holds (reserved 0) and which does not count as a batch.
+   */
+  add(p: number, message: Promise<EncodedMessage>, reserved: number, isBatch = true): void {
     const payload: CachedPayload = { message, reserved };
     this.cached[p]!.push(payload);
-    this.batchCounts[p]!++;
+    if (isBatch) this.batchCounts[p]!++;
     this.cachedBytes += reserved;
     message.then(
       (encoded) => this.settle(payload, encoded.byteLength),
@@ -99,10 +104,10 @@ export class PayloadStore {
       for (const p of partitions) {
         const chunks: Uint8Array[] = [];
         for (const payload of taken[p]!) chunks.push(...(await payload.message).chunks);
-        const messages = (await encodings.get(p)) ?? [];
+        const { messages, batches } = (await encodings.get(p)) ?? { messages: [], batches: 0 };
         for (const message of messages) chunks.push(...message.chunks);
         await file.writeSegment(p, chunks);
-        this.batchCounts[p]! += messages.length;
+        this.batchCounts[p]! += batches;
       }
       await file.flushRun();
       for (const more of extra.values()) more.written(); // their bytes are on disk: their memory may go

@@ -4,19 +4,39 @@ import type { SourceColumn } from './source-column.js';
 import { countZeroBits, setBits } from './split-bits.js';
 
 const EMPTY = new Uint8Array(0);
+const EMPTY32 = new Int32Array(0);
+/** The offsets of an empty binary or list node that was never allocated: a single 0 (Arrow wants rows + 1 offsets). */
+const ZERO_OFFSETS = new Uint8Array(8);
 
-/** How many bytes a buffer of `rows` rows takes for this layout, rounded up to whole 32-bit words. */
+/** How many bytes the values buffer of `rows` rows takes for this layout, rounded up to whole 32-bit words. */
 function valuesBytes(layout: ColumnLayout, rows: number): number {
   switch (layout.kind) {
     case 'null':
+    case 'struct':
+    case 'fixed-size-list':
       return 0;
     case 'bool':
       return roundUp4((rows + 7) >>> 3);
     case 'fixed-width':
       return roundUp4(rows * layout.byteWidth);
+    case 'dictionary':
+      return roundUp4(rows * layout.indexWidth);
+    case 'union':
+      return roundUp4(rows); // int8 type ids
     case 'binary':
+    case 'list':
       return (rows + 1) * layout.offsetWidth;
   }
+}
+
+/** Bytes of a dense union's int32 offsets for `rows` rows. */
+function unionOffsetBytes(layout: ColumnLayout, rows: number): number {
+  return layout.kind === 'union' && layout.mode === 'dense' ? rows * 4 : 0;
+}
+
+/** Whether the layout has a validity bitmap at all (unions and the null type do not). */
+export function hasValidity(layout: ColumnLayout): boolean {
+  return layout.kind !== 'null' && layout.kind !== 'union';
 }
 
 /** The binary data capacity after growing `current` to hold `needed` bytes. */
@@ -28,78 +48,162 @@ function roundUp4(n: number): number {
   return (n + 3) & ~3;
 }
 
-/** One column's buffers inside one partition buffer, pre-allocated for `capacity` rows. */
+/**
+ * How many rows child i of a node holding `rows` rows has: its own count for
+ * the children with lengths of their own (list, dense union), the parent's
+ * rows for struct and sparse union children, rows x listSize for a
+ * fixed-size list.
+ */
+export function childRowsOf(node: ColumnBuffer, i: number, rows: number): number {
+  const { layout } = node;
+  if (layout.kind === 'list' || (layout.kind === 'union' && layout.mode === 'dense')) return node.childRows[i]!;
+  if (layout.kind === 'fixed-size-list') return rows * layout.listSize;
+  return rows;
+}
+
+/** Whether child i's length is its own (list, dense union) rather than derived from the parent's rows. */
+export function hasOwnLength(layout: ColumnLayout): boolean {
+  return layout.kind === 'list' || (layout.kind === 'union' && layout.mode === 'dense');
+}
+
+/**
+ * One column's buffers inside one partition buffer (or one node of a nested
+ * column), pre-allocated for `capacity` rows. A nested column is a tree of
+ * them: `children` parallel to the layout's children. Children whose length
+ * is their own (a list's child, a dense union's children) keep it in the
+ * parent's `childRows`; the others have as many rows as the parent (struct,
+ * sparse union) or rows x listSize (fixed-size list).
+ */
 export class ColumnBuffer {
   readonly layout: ColumnLayout;
+  /** rows the buffers are allocated for */
+  capacity = 0;
   /** validity bits, allocated only once the column has had a null (Gluten's sticky inputHasNull) */
   validity: Uint8Array | null = null;
-  /** fixed-width values, boolean bits, or binary offsets */
+  /** fixed-width values, boolean bits, binary or list offsets, dictionary indices or union type ids */
   values: Uint8Array = EMPTY;
   values16: Uint16Array = new Uint16Array(0);
-  values32: Int32Array = new Int32Array(0);
+  values32: Int32Array = EMPTY32;
   /** binary value bytes; dataLength of them are used */
   data: Uint8Array = EMPTY;
   dataLength = 0;
+  /** dense union offsets into each child */
+  unionOffsets: Int32Array = EMPTY32;
+  readonly children: ColumnBuffer[];
+  /** rows used in each child with a length of its own (list, dense union); unused otherwise */
+  readonly childRows: number[];
 
   constructor(layout: ColumnLayout) {
     this.layout = layout;
+    const childLayouts = layout.kind === 'list' || layout.kind === 'fixed-size-list' ? [layout.child] : layout.kind === 'struct' || layout.kind === 'union' ? layout.children : [];
+    this.children = childLayouts.map((child) => new ColumnBuffer(child));
+    this.childRows = this.children.map(() => 0);
   }
 
-  /** Bytes held by this column's buffers. */
+  /** Bytes held by this column's buffers, children included. */
   get allocatedBytes(): number {
-    return (this.validity?.byteLength ?? 0) + this.values.byteLength + this.data.byteLength;
+    let bytes = this.ownBytes;
+    for (const child of this.children) bytes += child.allocatedBytes;
+    return bytes;
   }
 
-  /** What allocatedBytes would be for `capacity` rows, with or without validity, and `dataBytes` of binary data. */
+  /** Bytes held by this node's own buffers (not its children's). */
+  get ownBytes(): number {
+    return (this.validity?.byteLength ?? 0) + this.values.byteLength + this.data.byteLength + this.unionOffsets.byteLength;
+  }
+
+  /** What ownBytes would be for `capacity` rows, with or without validity, and `dataBytes` of binary data. */
   bytesFor(capacity: number, withValidity: boolean, dataBytes: number): number {
     const validity = withValidity ? roundUp4((capacity + 7) >>> 3) : 0;
-    return validity + valuesBytes(this.layout, capacity) + (this.layout.kind === 'binary' ? dataBytes : 0);
+    return validity + valuesBytes(this.layout, capacity) + unionOffsetBytes(this.layout, capacity) + (this.layout.kind === 'binary' ? dataBytes : 0);
   }
 
-  /** Bytes `snapshot(rows)` copies. */
+  /** What allocatedBytes would be after `shrinkTo(rows)`. */
+  fittedBytes(rows: number): number {
+    let bytes = this.bytesFor(rows, this.validity !== null, this.dataLength);
+    this.children.forEach((child, i) => (bytes += child.fittedBytes(childRowsOf(this, i, rows))));
+    return bytes;
+  }
+
+  /** Cuts every buffer, children included, down to what `rows` rows use (reclaim's shrink). */
+  shrinkTo(rows: number): void {
+    this.children.forEach((child, i) => child.shrinkTo(childRowsOf(this, i, rows)));
+    this.resize(rows, rows, this.dataLength);
+  }
+
+  /** Bytes `snapshot(rows)` copies, children included. */
   snapshotBytes(rows: number): number {
     const { layout } = this;
-    if (layout.kind === 'null') return 0;
     const validity = this.validity === null ? 0 : (rows + 7) >>> 3;
+    let bytes = 0;
     switch (layout.kind) {
+      case 'null':
+        return 0;
       case 'bool':
-        return validity + ((rows + 7) >>> 3);
+        bytes = validity + ((rows + 7) >>> 3);
+        break;
       case 'fixed-width':
-        return validity + rows * layout.byteWidth;
+        bytes = validity + rows * layout.byteWidth;
+        break;
+      case 'dictionary':
+        bytes = validity + rows * layout.indexWidth;
+        break;
       case 'binary':
-        return validity + (rows + 1) * layout.offsetWidth + this.dataLength;
+        bytes = validity + (rows + 1) * layout.offsetWidth + this.dataLength;
+        break;
+      case 'list':
+        bytes = validity + (rows + 1) * layout.offsetWidth;
+        break;
+      case 'fixed-size-list':
+      case 'struct':
+        bytes = validity;
+        break;
+      case 'union':
+        bytes = rows + unionOffsetBytes(layout, rows);
+        break;
     }
+    this.children.forEach((child, i) => (bytes += child.snapshotBytes(childRowsOf(this, i, rows))));
+    return bytes;
   }
 
   /** This buffer's first `rows` rows as a split source (to append them to another buffer). */
   asSource(rows: number): SourceColumn {
-    const binary = this.layout.kind === 'binary';
+    const { layout } = this;
+    const offsetStride = (layout.kind === 'binary' || layout.kind === 'list') && layout.offsetWidth === 8 ? 2 : 1;
+    const offsets = layout.kind === 'binary' || layout.kind === 'list' ? this.values32 : layout.kind === 'union' && layout.mode === 'dense' ? this.unionOffsets : null;
     return {
-      layout: this.layout,
+      layout,
       length: rows,
       validity: this.validity !== null && countZeroBits(this.validity, rows) > 0 ? this.validity : null,
       bitOffset: 0,
-      bytes: binary ? this.data : this.values,
+      bytes: layout.kind === 'binary' ? this.data : this.values,
       words16: this.values16,
       words32: this.values32,
-      offsets: binary ? this.values32 : null,
-      offsetStride: this.layout.kind === 'binary' && this.layout.offsetWidth === 8 ? 2 : 1,
+      offsets,
+      offsetStride,
+      children: this.children.map((child, i) => child.asSource(childRowsOf(this, i, rows))),
+      dictionary: null,
     };
   }
 
-  /** Drops every buffer (capacity 0); returns the bytes released. */
+  /** Drops every buffer (capacity 0), children included; returns the bytes released. */
   release(): number {
-    const bytes = this.allocatedBytes;
+    let bytes = this.ownBytes;
+    for (const child of this.children) bytes += child.release();
+    this.capacity = 0;
     this.validity = null;
     this.setValues(EMPTY);
     this.data = EMPTY;
     this.dataLength = 0;
+    this.unionOffsets = EMPTY32;
+    this.childRows.fill(0);
     return bytes;
   }
 
   /**
-   * Re-sizes every buffer to `capacity` rows keeping the first `keep` rows.
-   * Binary data gets `dataBytes` (at least what is kept).
+   * Re-sizes this node's own buffers to `capacity` rows keeping the first
+   * `keep` rows (children are re-sized on their own). Binary data gets
+   * `dataBytes` (at least what is kept).
    */
   resize(capacity: number, keep: number, dataBytes: number): void {
     const values = new Uint8Array(valuesBytes(this.layout, capacity));
@@ -107,7 +211,7 @@ export class ColumnBuffer {
     this.setValues(values);
     if (this.validity !== null) {
       const validity = new Uint8Array(roundUp4((capacity + 7) >>> 3)).fill(0xff);
-      validity.set(this.validity.subarray(0, (keep + 7) >>> 3));
+      validity.set(this.validity.subarray(0, Math.min((keep + 7) >>> 3, validity.byteLength)));
       this.validity = validity;
     }
     if (this.layout.kind === 'binary') {
@@ -115,6 +219,12 @@ export class ColumnBuffer {
       data.set(this.data.subarray(0, this.dataLength));
       this.data = data;
     }
+    if (this.layout.kind === 'union' && this.layout.mode === 'dense') {
+      const offsets = new Int32Array(capacity);
+      offsets.set(this.unionOffsets.subarray(0, Math.min(keep, capacity)));
+      this.unionOffsets = offsets;
+    }
+    this.capacity = capacity;
   }
 
   /** Allocates the validity bitmap with the `filled` rows so far marked valid. */
@@ -143,10 +253,13 @@ export class ColumnBuffer {
   /** Forgets the rows (after they became a payload); buffers are kept for reuse. */
   clear(): void {
     this.dataLength = 0;
+    this.childRows.fill(0);
+    for (const child of this.children) child.clear();
   }
 
   /**
-   * The first `rows` rows as Arrow body buffers: copies by default (they may be
+   * The first `rows` rows as Arrow body buffers and field nodes, in IPC order
+   * (this node, then its children depth first): copies by default (they may be
    * compressed asynchronously while this buffer is refilled), or views when
    * `copy` is false (written out before this buffer changes again).
    */
@@ -157,21 +270,34 @@ export class ColumnBuffer {
       nodes.push({ length: rows, nullCount: rows });
       return;
     }
-    const nullCount = this.validity === null ? 0 : countZeroBits(this.validity, rows);
-    nodes.push({ length: rows, nullCount });
-    buffers.push(nullCount === 0 ? EMPTY : take(this.validity!, (rows + 7) >>> 3));
-    switch (layout.kind) {
-      case 'bool':
-        buffers.push(take(this.values, (rows + 7) >>> 3));
-        break;
-      case 'fixed-width':
-        buffers.push(take(this.values, rows * layout.byteWidth));
-        break;
-      case 'binary':
-        buffers.push(take(this.values, (rows + 1) * layout.offsetWidth));
-        buffers.push(take(this.data, this.dataLength));
-        break;
+    if (layout.kind === 'union') {
+      nodes.push({ length: rows, nullCount: 0 });
+      buffers.push(take(this.values, rows));
+      if (layout.mode === 'dense') buffers.push(take(new Uint8Array(this.unionOffsets.buffer, this.unionOffsets.byteOffset, rows * 4), rows * 4));
+    } else {
+      const nullCount = this.validity === null ? 0 : countZeroBits(this.validity, rows);
+      nodes.push({ length: rows, nullCount });
+      buffers.push(nullCount === 0 ? EMPTY : take(this.validity!, (rows + 7) >>> 3));
+      switch (layout.kind) {
+        case 'bool':
+          buffers.push(take(this.values, (rows + 7) >>> 3));
+          break;
+        case 'fixed-width':
+          buffers.push(take(this.values, rows * layout.byteWidth));
+          break;
+        case 'dictionary':
+          buffers.push(take(this.values, rows * layout.indexWidth));
+          break;
+        case 'binary':
+          buffers.push(this.capacity === 0 ? ZERO_OFFSETS.subarray(0, layout.offsetWidth) : take(this.values, (rows + 1) * layout.offsetWidth));
+          buffers.push(take(this.data, this.dataLength));
+          break;
+        case 'list':
+          buffers.push(this.capacity === 0 ? ZERO_OFFSETS.subarray(0, layout.offsetWidth) : take(this.values, (rows + 1) * layout.offsetWidth));
+          break;
+      }
     }
+    this.children.forEach((child, i) => child.snapshot(childRowsOf(this, i, rows), nodes, buffers, copy));
   }
 
   private setValues(values: Uint8Array): void {

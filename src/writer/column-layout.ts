@@ -1,26 +1,65 @@
-import { DataType, DateUnit, IntervalUnit, Type, type Field } from 'apache-arrow';
+import { DataType, DateUnit, Field, IntervalUnit, Type, UnionMode, type Dictionary, type Union } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
 
 /**
  * How a column's buffers are laid out in the Arrow columnar format, which
- * decides the split function that moves it into partition buffers.
+ * decides the split function that moves it into partition buffers. Nested
+ * layouts hold their children's layouts; a column is a tree of them.
  *
  * ```text
- * null         no buffers (every slot is null)
- * fixed-width  [validity][values: byteWidth bytes per row]
- * bool         [validity][values: 1 bit per row]
- * binary       [validity][offsets: int32 or int64, rows + 1][data bytes]
+ * null             no buffers (every slot is null)
+ * fixed-width      [validity][values: byteWidth bytes per row]
+ * bool             [validity][values: 1 bit per row]
+ * binary           [validity][offsets: int32 or int64, rows + 1][data bytes]
+ * list             [validity][offsets: int32 or int64, rows + 1]  child: offsets[rows] rows
+ *                  (List, LargeList, and Map, whose child is a struct of key and value)
+ * fixed-size-list  [validity]                                      child: rows x listSize rows
+ * struct           [validity]                                      children: rows rows each
+ * union (sparse)   [type ids: int8]                                children: rows rows each
+ * union (dense)    [type ids: int8][offsets: int32]                children: as many rows as point at each
+ * dictionary       [validity][indices: indexWidth bytes per row]   values: in dictionary batches
  * ```
+ * Unions have no validity buffer (Arrow format V5): nulls live in the children.
  */
 export type ColumnLayout =
   | { readonly kind: 'null' }
   | { readonly kind: 'fixed-width'; readonly byteWidth: number }
   | { readonly kind: 'bool' }
-  | { readonly kind: 'binary'; readonly offsetWidth: 4 | 8 };
+  | { readonly kind: 'binary'; readonly offsetWidth: 4 | 8 }
+  | { readonly kind: 'list'; readonly offsetWidth: 4 | 8; readonly child: ColumnLayout }
+  | { readonly kind: 'fixed-size-list'; readonly listSize: number; readonly child: ColumnLayout }
+  | { readonly kind: 'struct'; readonly children: readonly ColumnLayout[] }
+  | UnionLayout
+  | DictionaryLayout;
 
-/** The layout of a top-level field, or a CS_UNSUPPORTED_TYPE error naming it. */
-export function columnLayoutOf(field: Field): ColumnLayout {
+export interface UnionLayout {
+  readonly kind: 'union';
+  readonly mode: 'sparse' | 'dense';
+  /** child index of each type id (0..127); -1 for ids the type does not declare */
+  readonly childIndex: Int8Array;
+  readonly children: readonly ColumnLayout[];
+}
+
+export interface DictionaryLayout {
+  readonly kind: 'dictionary';
+  /** the dictionary id of the field (the schema's; several fields may share one dictionary) */
+  readonly id: number;
+  readonly indexWidth: 1 | 2 | 4 | 8;
+  readonly indexSigned: boolean;
+  /** the layout of the dictionary's values */
+  readonly values: ColumnLayout;
+  readonly valueType: DataType;
+}
+
+/**
+ * The layout of a field (recursively), or a CS_UNSUPPORTED_TYPE error naming
+ * the column (a nested one as `parent.child`) and the type.
+ */
+export function columnLayoutOf(field: Field, column = field.name): ColumnLayout {
   const type: DataType = field.type;
+  const unsupported = (why: string) =>
+    new ShuffleError('CS_UNSUPPORTED_TYPE', `cannot shuffle a column of type ${String(type)}: ${why}`, { column });
+  const childOf = (child: Field) => columnLayoutOf(child, `${column}.${child.name}`);
   switch (type.typeId) {
     case Type.Null:
       return { kind: 'null' };
@@ -77,12 +116,42 @@ export function columnLayoutOf(field: Field): ColumnLayout {
     case Type.LargeUtf8:
     case Type.LargeBinary:
       return { kind: 'binary', offsetWidth: 8 };
+    case Type.List:
+    case Type.Map:
+      return { kind: 'list', offsetWidth: 4, child: childOf(type.children[0]!) };
+    case Type.LargeList:
+      return { kind: 'list', offsetWidth: 8, child: childOf(type.children[0]!) };
+    case Type.FixedSizeList:
+      return { kind: 'fixed-size-list', listSize: (type as DataType & { listSize: number }).listSize, child: childOf(type.children[0]!) };
+    case Type.Struct:
+      return { kind: 'struct', children: type.children.map(childOf) };
+    case Type.Union:
+    case Type.DenseUnion:
+    case Type.SparseUnion: {
+      const union = type as Union;
+      const childIndex = new Int8Array(128).fill(-1);
+      union.typeIds.forEach((id, c) => {
+        if (!(id >= 0 && id < 128)) throw unsupported(`union type id ${id} is outside [0, 128)`);
+        childIndex[id] = c;
+      });
+      return { kind: 'union', mode: union.mode === UnionMode.Dense ? 'dense' : 'sparse', childIndex, children: type.children.map(childOf) };
+    }
+    case Type.Dictionary: {
+      const dictionary = type as Dictionary;
+      const values = columnLayoutOf(new Field(field.name, dictionary.dictionary, true), column);
+      if (containsDictionary(values)) throw unsupported('a dictionary whose values hold another dictionary');
+      const indices = dictionary.indices;
+      return {
+        kind: 'dictionary',
+        id: dictionary.id,
+        indexWidth: (indices.bitWidth / 8) as 1 | 2 | 4 | 8,
+        indexSigned: indices.isSigned,
+        values,
+        valueType: dictionary.dictionary,
+      };
+    }
     default:
-      throw new ShuffleError(
-        'CS_UNSUPPORTED_TYPE',
-        `cannot shuffle a column of type ${String(type)}: nested, dictionary and view types are not supported yet`,
-        { column: field.name },
-      );
+      throw unsupported('view types (Utf8View, BinaryView, ListView) are not supported');
   }
 }
 
@@ -90,20 +159,58 @@ function fixed(byteWidth: number): ColumnLayout {
   return { kind: 'fixed-width', byteWidth };
 }
 
+function containsDictionary(layout: ColumnLayout): boolean {
+  return layout.kind === 'dictionary' || childLayouts(layout).some(containsDictionary);
+}
+
+/** The layouts nested directly under this one, in IPC order. */
+export function childLayouts(layout: ColumnLayout): readonly ColumnLayout[] {
+  switch (layout.kind) {
+    case 'list':
+    case 'fixed-size-list':
+      return [layout.child];
+    case 'struct':
+    case 'union':
+      return layout.children;
+    default:
+      return [];
+  }
+}
+
+/** Every dictionary layout in a column, in pre-order. */
+export function dictionaryLayouts(layout: ColumnLayout, out: DictionaryLayout[] = []): DictionaryLayout[] {
+  if (layout.kind === 'dictionary') out.push(layout);
+  for (const child of childLayouts(layout)) dictionaryLayouts(child, out);
+  return out;
+}
+
+/** Whether a layout is one of the flat ones (no children, no dictionary). */
+export function isFlat(layout: ColumnLayout): layout is Extract<ColumnLayout, { kind: 'null' | 'fixed-width' | 'bool' | 'binary' }> {
+  return layout.kind === 'null' || layout.kind === 'fixed-width' || layout.kind === 'bool' || layout.kind === 'binary';
+}
+
 /**
  * Bytes a row of this column takes in a partition buffer, not counting
- * validity or variable-length data (Gluten's fixedWidthBufferBytes_: a bool
- * counts as a byte; a binary column counts its offset).
+ * validity, variable-length data or nested children (Gluten's
+ * fixedWidthBufferBytes_: a bool counts as a byte; a binary or list column
+ * counts its offset; a union its type id and, dense, its offset).
  */
 export function fixedBytesPerRow(layout: ColumnLayout): number {
   switch (layout.kind) {
     case 'null':
+    case 'struct':
+    case 'fixed-size-list':
       return 0;
     case 'bool':
       return 1;
     case 'fixed-width':
       return layout.byteWidth;
     case 'binary':
+    case 'list':
       return layout.offsetWidth;
+    case 'union':
+      return layout.mode === 'dense' ? 5 : 1;
+    case 'dictionary':
+      return layout.indexWidth;
   }
 }

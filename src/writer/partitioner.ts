@@ -1,6 +1,7 @@
 import { Type, type Data, type RecordBatch, type Schema } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
-import { assertHashable, hashColumnInto, pmod, SPARK_HASH_SEED } from './murmur3.js';
+import { DecodedDictionaries, assertHashableKey, hashKeyInto } from './key-hash.js';
+import { pmod, SPARK_HASH_SEED } from './murmur3.js';
 import { roundRobinStart } from './round-robin-start.js';
 
 /**
@@ -55,11 +56,12 @@ export function columnIndex(schema: Schema, name: string): number {
 class HashPartitioner implements Partitioner {
   private readonly keyIndexes: number[];
   private hashes = new Int32Array(0);
+  private readonly decoded = new DecodedDictionaries();
 
   constructor(schema: Schema, private readonly keys: readonly string[], private readonly numPartitions: number) {
     if (keys.length === 0) throw new ShuffleError('CS_INVALID_ARGUMENT', 'hash partitioning needs at least one key column');
     this.keyIndexes = keys.map((key) => columnIndex(schema, key));
-    this.keyIndexes.forEach((index, k) => assertHashable(schema.fields[index]!.type, keys[k]!));
+    this.keyIndexes.forEach((index, k) => assertHashableKey(schema.fields[index]!.type, keys[k]!));
   }
 
   computePartitionIds(batch: RecordBatch, partitionIds: Uint32Array): void {
@@ -68,7 +70,7 @@ class HashPartitioner implements Partitioner {
     const hashes = this.hashes.subarray(0, rows);
     hashes.fill(SPARK_HASH_SEED);
     this.keyIndexes.forEach((index, k) => {
-      hashColumnInto(batch.data.children[index]!, hashes, this.keys[k]!);
+      hashKeyInto(batch.data.children[index]!, hashes, this.keys[k]!, this.decoded);
     });
     const n = this.numPartitions;
     if ((n & (n - 1)) === 0) {

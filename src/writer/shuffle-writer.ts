@@ -1,21 +1,31 @@
 import { tmpdir } from 'node:os';
-import { Schema, type RecordBatch } from 'apache-arrow';
+import { Schema, type Data, type RecordBatch, type Vector } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
 import { codecByName, type Codec } from '../format/codec.js';
 import { CompressionAdvisor, STORE_RAW } from '../format/compression-advisor.js';
-import { encodeRecordBatchMessage, encodeSchemaMessage, type EncodedMessage, type FieldNodeInfo } from '../format/ipc-message.js';
+import {
+  compressionBound,
+  encodeRecordBatchMessage,
+  encodeSchemaMessage,
+  MESSAGE_OVERHEAD_BYTES,
+  type EncodedMessage,
+  type FieldNodeInfo,
+} from '../format/ipc-message.js';
 import { assertDirectory, DataFileWriter } from '../format/output-files.js';
 import { MemoryPool, type MemoryReservation, type Reclaimable } from '../memory/memory-pool.js';
 import { PayloadStore, type ExtraMessages } from '../spill/payload-store.js';
 import { partitionBufferRows, targetCapacity } from './buffer-sizing.js';
-import { ColumnBuffer, grownDataCapacity } from './column-buffer.js';
-import { columnLayoutOf, fixedBytesPerRow, type ColumnLayout } from './column-layout.js';
+import { onePartition, planAppend, splitAppend } from './append-rows.js';
+import { BufferGrowth, nestedBytes } from './buffer-growth.js';
+import { ColumnBuffer } from './column-buffer.js';
+import { childLayouts, columnLayoutOf, dictionaryLayouts, fixedBytesPerRow, type ColumnLayout } from './column-layout.js';
+import { DictionaryTracker } from './dictionary-tracker.js';
 import { createPartitioner, columnIndex, type Partitioner } from './partitioner.js';
 import { PartitionRows } from './partition-rows.js';
 import { sameSchema } from './same-schema.js';
 import { prepareSourceColumn, type SourceColumn } from './source-column.js';
-import { binaryBytesOf } from './split-binary.js';
-import { splitColumn } from './split-column.js';
+import { splitPlanned } from './split-column.js';
+import { planSplit, ScratchSelections, withScratchMemory, type RowSelection, type SplitPlan } from './split-plan.js';
 import {
   DEFAULT_COMPRESSION_MIN_ROWS,
   DEFAULT_MAX_BATCH_ROWS,
@@ -98,6 +108,15 @@ export class ShuffleWriter implements Reclaimable {
   private totalBatches = 0;
   /** per output column: binary bytes seen so far, for the running average in bytesPerRow */
   private binaryBytesSeen: number[] = [];
+  /** per output column: bytes of nested levels seen so far (Gluten's complexTotalSizeBytes_) */
+  private nestedBytesSeen: number[] = [];
+  /** the rows the running averages are over (all rows up to the end of the chunk being split) */
+  private rowsAveraged = 0;
+  /** the dictionaries every partition's stream shares, when the schema has dictionary columns */
+  private dictionaries: DictionaryTracker | null = null;
+  /** arrays of the nested levels' row selections: one set for the chunk being split, one for the payload merger */
+  private readonly splitScratch: ScratchSelections;
+  private readonly mergeScratch: ScratchSelections;
 
   private constructor(options: ShuffleWriterOptions, output: DataFileWriter) {
     const pool = options.memoryPool ?? new MemoryPool();
@@ -131,6 +150,8 @@ export class ShuffleWriter implements Reclaimable {
     this.mergeMinRows = Math.floor(this.options.maxBatchRows * this.options.mergeThreshold);
     this.pinned = new Uint8Array(n);
     this.partitionRowCounts = new Array<number>(n).fill(0);
+    this.splitScratch = new ScratchSelections((bytes) => this.reservation.tryGrow(bytes));
+    this.mergeScratch = new ScratchSelections((bytes) => this.reservation.tryGrow(bytes));
   }
 
   /** Validates the options, checks the output and spill directories and opens the temporary data file. */
@@ -166,6 +187,7 @@ export class ShuffleWriter implements Reclaimable {
       this.lastCheckedSchema = batch.schema;
     }
     try {
+      await this.registerDictionaries(batch);
       if (batch.numRows > 0) {
         await this.reserveScratch(batch.numRows);
         // every row's partition first, so a bad partition id refuses the whole batch before anything changes
@@ -202,6 +224,7 @@ export class ShuffleWriter implements Reclaimable {
       }
       this.releaseScratch();
       await this.store.merge(this.output, encodeSchemaMessage(this.outputSchema));
+      await this.dictionaries?.release();
       const { partitionLengths, checksums, bytesWritten } = await this.output.commit();
       const result: ShuffleWriteResult = {
         paths: this.output.paths,
@@ -269,23 +292,26 @@ export class ShuffleWriter implements Reclaimable {
       .filter((c) => c.buffer !== undefined || c.merged !== undefined)
       .map((c) => ({ ...c, held: bufferBytes(c.buffer) + bufferBytes(c.merged) }))
       .sort((a, b) => b.held - a.held);
-    const detached: { p: number; merged: PartitionBuffer | undefined; buffer: PartitionBuffer | undefined }[] = [];
+    const detached: { p: number; merged: PartitionBuffer | undefined; buffer: PartitionBuffer | undefined; dictionaries: Promise<EncodedMessage>[] }[] = [];
     let planned = cached + freed;
     for (const { p, buffer, merged, held } of candidates) {
       if (planned >= bytes) break;
       planned += held;
       if (buffer !== undefined) this.buffers[p] = undefined;
       if (merged !== undefined) this.merged[p] = undefined;
-      detached.push({ p, merged, buffer });
+      // the dictionary batches these rows need go right before them (taken now, in order with any other payload of p)
+      const rows = (buffer?.filled ?? 0) + (merged?.filled ?? 0);
+      detached.push({ p, merged, buffer, dictionaries: rows > 0 ? this.dictionaryMessages(p) : [] });
     }
     // Evicted partitions are compressed where the pool has room for the output (reserved until the
     // spill run is on disk) and stored uncompressed where it has not.
     const extra = new Map<number, ExtraMessages>();
-    for (const { p, merged, buffer } of detached) {
+    for (const { p, merged, buffer, dictionaries } of detached) {
       let compressionBytes = 0;
       extra.set(p, {
         encode: async () => {
-          const messages: EncodedMessage[] = [];
+          const messages: EncodedMessage[] = await Promise.all(dictionaries);
+          let batches = 0;
           for (const source of [merged, buffer]) {
             if (source === undefined || source.filled === 0) continue; // merged rows are older: first
             const nodes: FieldNodeInfo[] = [];
@@ -296,8 +322,9 @@ export class ShuffleWriter implements Reclaimable {
             const compress = this.codec !== null && source.filled >= this.options.compressionMinRows && this.reservation.tryGrow(bound);
             if (compress) compressionBytes += bound;
             messages.push(await encodeRecordBatchMessage(source.filled, nodes, views, this.codec, compress ? this.advisor : STORE_RAW));
+            batches++;
           }
-          return messages;
+          return { messages, batches };
         },
         written: () => {
           this.reservation.shrink(compressionBytes);
@@ -323,7 +350,8 @@ export class ShuffleWriter implements Reclaimable {
    * writer cannot interleave. Returns the bytes freed.
    */
   private shrinkBuffers(bytes: number): number {
-    const unused = (buffer: PartitionBuffer) => bufferBytes(buffer) - buffer.columns.reduce((sum, c) => sum + c.bytesFor(buffer.filled, c.validity !== null, c.dataLength), 0);
+    const fitted = (buffer: PartitionBuffer) => buffer.columns.reduce((sum, c) => sum + c.fittedBytes(buffer.filled), 0);
+    const unused = (buffer: PartitionBuffer) => bufferBytes(buffer) - fitted(buffer);
     const candidates = [...this.buffers.keys()]
       .filter((p) => this.pinned[p] === 0 && this.buffers[p]?.busy === 0)
       .map((p) => ({ p, buffer: this.buffers[p]!, unused: unused(this.buffers[p]!) }))
@@ -337,9 +365,9 @@ export class ShuffleWriter implements Reclaimable {
         continue;
       }
       const before = bufferBytes(buffer);
-      const after = buffer.columns.reduce((sum, c) => sum + c.bytesFor(buffer.filled, c.validity !== null, c.dataLength), 0);
+      const after = fitted(buffer);
       if (!this.reservation.tryGrow(after)) continue;
-      for (const column of buffer.columns) column.resize(buffer.filled, buffer.filled, column.dataLength);
+      for (const column of buffer.columns) column.shrinkTo(buffer.filled);
       buffer.capacity = buffer.filled;
       this.reservation.shrink(before);
       freed += before - after;
@@ -375,10 +403,53 @@ export class ShuffleWriter implements Reclaimable {
     this.outputColumns = schema.fields.map((_, i) => i).filter((i) => i !== pidColumn);
     this.layouts = this.outputColumns.map((i) => columnLayoutOf(schema.fields[i]!));
     this.binaryBytesSeen = this.outputColumns.map(() => 0);
+    this.nestedBytesSeen = this.outputColumns.map(() => 0);
+    const dictionaries = this.layouts.flatMap((layout) => dictionaryLayouts(layout));
+    if (dictionaries.length > 0) {
+      this.dictionaries = new DictionaryTracker(dictionaries, this.options.numPartitions, this.reservation, this.codec, this.advisor);
+    }
     this.partitioner = createPartitioner(this.options.partitioning, schema, this.options.numPartitions, this.options.mapId);
     this.inputSchema = schema;
     this.lastCheckedSchema = schema;
     this.outputSchema = pidColumn < 0 ? schema : new Schema(this.outputColumns.map((i) => schema.fields[i]!), schema.metadata);
+  }
+
+  /**
+   * Takes in the dictionaries a batch brings (dictionary-tracker.ts) before any
+   * of its rows is split. When one would outgrow its index type, every
+   * partition is flushed first, so no payload mixes rows of two epochs.
+   */
+  private async registerDictionaries(batch: RecordBatch): Promise<void> {
+    const tracker = this.dictionaries;
+    if (tracker === null) return;
+    const found = new Map<number, Vector>();
+    this.outputColumns.forEach((i, c) => collectDictionaries(batch.data.children[i]!, this.layouts[c]!, found));
+    for (const [id, dictionary] of found) {
+      if ((await tracker.register(id, dictionary)) === 'ok') continue;
+      await this.flushAll();
+      tracker.restart(id);
+      await tracker.register(id, dictionary);
+    }
+  }
+
+  /** Emits every partition's buffered rows (partition and merge buffers), keeping the buffers. */
+  private async flushAll(): Promise<void> {
+    for (let p = 0; p < this.buffers.length; p++) {
+      this.pinned[p] = 1;
+      try {
+        const buffer = this.buffers[p];
+        if (buffer !== undefined && buffer.filled > 0) await this.evict(p, buffer);
+        const merged = this.merged[p];
+        if (merged !== undefined && merged.filled > 0) await this.emit(p, merged);
+      } finally {
+        this.pinned[p] = 0;
+      }
+    }
+  }
+
+  /** The dictionary batches partition p's stream needs before its next payload (none without dictionary columns). */
+  private dictionaryMessages(p: number): Promise<EncodedMessage>[] {
+    return this.dictionaries?.messagesFor(p) ?? [];
   }
 
   /** Reserves and grows the per-row scratch arrays: partition ids, row ids and key hashes, 4 bytes each. */
@@ -391,10 +462,12 @@ export class ShuffleWriter implements Reclaimable {
   }
 
   private releaseScratch(): void {
-    this.reservation.shrink(this.scratchRows * SCRATCH_BYTES_PER_ROW + this.identity.byteLength);
+    this.reservation.shrink(this.scratchRows * SCRATCH_BYTES_PER_ROW + this.identity.byteLength + this.splitScratch.bytes + this.mergeScratch.bytes);
     this.scratchRows = 0;
     this.partitionIds = new Uint32Array(0);
     this.identity = new Uint32Array(0);
+    this.splitScratch.clear();
+    this.mergeScratch.clear();
   }
 
   /**
@@ -407,7 +480,7 @@ export class ShuffleWriter implements Reclaimable {
   private async splitBatch(batch: RecordBatch): Promise<void> {
     const numRows = batch.numRows;
     const { maxBatchRows, numPartitions } = this.options;
-    const chunkRows = Math.max(1, this.preferredRows || this.estimateRows(batch)) * numPartitions;
+    const chunkRows = Math.max(1, this.preferredRows || (await this.estimateRows(batch))) * numPartitions;
     for (let start = 0; start < numRows; ) {
       let end = Math.min(numRows, start + chunkRows);
       for (;;) {
@@ -426,20 +499,18 @@ export class ShuffleWriter implements Reclaimable {
     const numRows = batch.numRows;
     const rows = this.rows;
     const used = rows.usedPartitions.subarray(0, rows.usedCount);
-    const sources = this.outputColumns.map((i, c) => prepareSourceColumn(batch.data.children[i]!, this.layouts[c]!));
-    this.preferredRows = this.preferredCapacity(sources, numRows);
+    const plans = await this.plan(batch, { rowIds: rows.rowOffset2RowId, starts: rows.partition2RowOffset }, this.splitScratch);
+    this.preferredRows = this.preferredCapacity(plans, numRows);
     for (const p of used) this.pinned[p] = 1;
     try {
-      await this.prepareBuffers(this.preferredRows, sources);
+      await this.prepareBuffers(this.preferredRows, plans);
 
       // from here on nothing awaits: no reclaim can run while the buffers are written
-      const rowIds = rows.rowOffset2RowId;
-      const offsets = rows.partition2RowOffset;
-      for (let c = 0; c < sources.length; c++) {
-        const src = sources[c]!;
+      for (let c = 0; c < plans.length; c++) {
+        const plan = plans[c]!;
         for (const p of used) {
           const buffer = this.buffers[p]!;
-          splitColumn(src, rowIds, offsets[p]!, offsets[p + 1]!, buffer.columns[c]!, buffer.filled, buffer.capacity);
+          splitPlanned(plan, p, buffer.columns[c]!, buffer.filled);
         }
       }
       for (const p of used) {
@@ -452,28 +523,47 @@ export class ShuffleWriter implements Reclaimable {
     }
   }
 
-  /** Rows per partition buffer for this chunk (buffer-sizing.ts), updating the running average of binary bytes. */
-  private preferredCapacity(sources: SourceColumn[], numRows: number): number {
+  /** Every output column's split plan for a selection of the batch's rows (nested levels' selections in `scratch`). */
+  private plan(batch: RecordBatch, sel: RowSelection, scratch: ScratchSelections): Promise<SplitPlan[]> {
+    const remapOf = (id: number) => this.dictionaries?.remap(id) ?? null;
+    return withScratchMemory(scratch, (bytes) => this.reservation.grow(bytes), () => {
+      const slots = { next: 0 };
+      return this.outputColumns.map((i, c) => planSplit(prepareSourceColumn(batch.data.children[i]!, this.layouts[c]!), sel, scratch, remapOf, slots));
+    });
+  }
+
+  /**
+   * Rows per partition buffer for this chunk (buffer-sizing.ts), updating the
+   * running averages of binary and nested bytes.
+   */
+  private preferredCapacity(plans: readonly SplitPlan[], numRows: number): number {
     let bytesPerRow = 0;
     const rowsSeen = this.totalRows + numRows;
-    sources.forEach((src, c) => {
+    this.rowsAveraged = rowsSeen;
+    plans.forEach(({ src }, c) => {
       bytesPerRow += fixedBytesPerRow(src.layout);
       if (src.layout.kind === 'binary') {
         this.binaryBytesSeen[c]! += binaryBytes(src, numRows);
         bytesPerRow += this.binaryBytesSeen[c]! / rowsSeen;
+      } else if (src.children.length > 0) {
+        this.nestedBytesSeen[c]! += nestedBytes(plans[c]!);
+        bytesPerRow += this.nestedBytesSeen[c]! / rowsSeen;
       }
     });
     return this.rowsFor(bytesPerRow);
   }
 
   /** The same estimate from one batch alone, before anything has been split. */
-  private estimateRows(batch: RecordBatch): number {
+  private async estimateRows(batch: RecordBatch): Promise<number> {
+    const rows = batch.numRows;
+    if (this.identity.length < rows) await this.reserveIdentity(rows);
+    const plans = await this.plan(batch, onePartition(this.identity, 0, rows), this.mergeScratch);
     let bytesPerRow = 0;
-    this.outputColumns.forEach((i, c) => {
-      const src = prepareSourceColumn(batch.data.children[i]!, this.layouts[c]!);
-      bytesPerRow += fixedBytesPerRow(src.layout);
-      if (src.layout.kind === 'binary') bytesPerRow += binaryBytes(src, batch.numRows) / batch.numRows;
-    });
+    for (const plan of plans) {
+      bytesPerRow += fixedBytesPerRow(plan.src.layout);
+      if (plan.src.layout.kind === 'binary') bytesPerRow += binaryBytes(plan.src, rows) / rows;
+      else bytesPerRow += nestedBytes(plan) / rows;
+    }
     return this.rowsFor(bytesPerRow);
   }
 
@@ -489,57 +579,41 @@ export class ShuffleWriter implements Reclaimable {
 
   /**
    * Gives every partition of the chunk a buffer with room for its incoming
-   * rows (capacity, validity, binary data), evicting or resizing as needed,
-   * so the split that follows never allocates. New memory is reserved before
-   * it is allocated, for the moment old and new buffers both exist.
+   * rows (capacity, validity, binary data, nested children), evicting or
+   * resizing as needed, so the split that follows never allocates. New memory
+   * is reserved before it is allocated, for the moment old and new buffers
+   * both exist.
    */
-  private async prepareBuffers(preferred: number, sources: SourceColumn[]): Promise<void> {
+  private async prepareBuffers(preferred: number, plans: readonly SplitPlan[]): Promise<void> {
     const rows = this.rows;
-    const rowIds = rows.rowOffset2RowId;
     for (let u = 0; u < rows.usedCount; u++) {
       const p = rows.usedPartitions[u]!;
       const incoming = rows.rowCount(p);
       let buffer = this.buffers[p];
       if (buffer === undefined) {
-        buffer = { capacity: 0, filled: 0, columns: this.layouts.map((layout) => new ColumnBuffer(layout)), busy: 0 };
+        buffer = this.newBuffer();
         this.buffers[p] = buffer;
       }
       const target = targetCapacity(buffer.capacity, preferred, incoming, this.options.resizeThreshold);
       if (buffer.filled + incoming > target && buffer.filled > 0) await this.evict(p, buffer);
 
-      const resize = target !== buffer.capacity;
-      let changed = resize;
-      let planned = 0;
-      const plans = buffer.columns.map((column, c) => {
-        const src = sources[c]!;
-        const validity = column.validity !== null || src.validity !== null;
-        let data = column.data.byteLength;
-        if (src.layout.kind === 'binary') {
-          const needed = column.dataLength + binaryBytesOf(src, rowIds, rows.partition2RowOffset[p]!, rows.partition2RowOffset[p + 1]!);
-          data = resize ? Math.max(needed, this.binaryBytesFor(c, target, src)) : grownDataCapacity(data, needed);
-        }
-        if (validity !== (column.validity !== null) || data !== column.data.byteLength) changed = true;
-        planned += column.bytesFor(target, validity, data);
-        return { validity, data };
-      });
-      if (!changed) continue;
-      const before = bufferBytes(buffer);
-      await this.reservation.grow(planned);
-      buffer.columns.forEach((column, c) => {
-        const plan = plans[c]!;
-        if (resize) column.resize(target, buffer!.filled, plan.data);
-        else if (plan.data !== column.data.byteLength) column.setDataCapacity(plan.data);
-        if (plan.validity) column.ensureValidity(target);
-      });
+      const growth = new BufferGrowth();
+      buffer.columns.forEach((column, c) => growth.plan(plans[c]!, p, column, buffer!.filled, target, (capacity) => this.binaryBytesFor(c, capacity)));
+      if (growth.empty) continue;
+      await this.reservation.grow(growth.bytesAfter);
+      growth.apply();
       buffer.capacity = target;
-      this.reservation.shrink(before);
+      this.reservation.shrink(growth.bytesBefore);
     }
   }
 
-  /** Initial binary data capacity: the average value size times rows, plus 1 KiB (Gluten). */
-  private binaryBytesFor(column: number, rows: number, src: SourceColumn): number {
-    if (src.layout.kind !== 'binary') return 0;
-    const average = this.binaryBytesSeen[column]! / Math.max(1, this.totalRows + src.length);
+  private newBuffer(): PartitionBuffer {
+    return { capacity: 0, filled: 0, columns: this.layouts.map((layout) => new ColumnBuffer(layout)), busy: 0 };
+  }
+
+  /** Initial binary data capacity of a top-level binary column: the average value size times rows, plus 1 KiB (Gluten). */
+  private binaryBytesFor(column: number, rows: number): number {
+    const average = this.binaryBytesSeen[column]! / Math.max(1, this.rowsAveraged);
     return Math.ceil(average) * rows + 1024;
   }
 
@@ -572,7 +646,7 @@ export class ShuffleWriter implements Reclaimable {
   /**
    * Makes `buffer`'s filled rows a payload: copied now (memory reserved first,
    * with room for the compression output), compressed in the background,
-   * cached in the payload store.
+   * cached in the payload store after the dictionary batches it needs.
    */
   private async emit(p: number, buffer: PartitionBuffer): Promise<void> {
     let raw = 0;
@@ -594,6 +668,7 @@ export class ShuffleWriter implements Reclaimable {
     const policy = buffer.filled < this.options.compressionMinRows ? STORE_RAW : this.advisor;
     const message = encodeRecordBatchMessage(buffer.filled, nodes, bodyBuffers, this.codec, policy);
     buffer.filled = 0;
+    for (const dictionary of this.dictionaryMessages(p)) this.store.add(p, dictionary, 0, false); // the tracker holds their memory
     this.store.add(p, message, reserved);
     this.inFlightBytes += raw;
     const done: Promise<void> = message.then(
@@ -606,43 +681,35 @@ export class ShuffleWriter implements Reclaimable {
     this.inFlight.add(done);
   }
 
+  /** Reserves and fills the identity row ids up to maxBatchRows (or `rows`, if more). */
+  private async reserveIdentity(rows: number): Promise<void> {
+    const length = Math.max(rows, this.options.maxBatchRows);
+    await this.reservation.grow(length * 4 - this.identity.byteLength);
+    this.identity = Uint32Array.from({ length }, (_, i) => i);
+  }
+
   /** Appends `buffer`'s filled rows to partition p's merge buffer (growing it, memory reserved first) and clears `buffer`. */
   private async appendToMerged(p: number, buffer: PartitionBuffer): Promise<void> {
     const rows = buffer.filled;
     let merged = this.merged[p];
     if (merged === undefined) {
-      merged = { capacity: 0, filled: 0, columns: this.layouts.map((layout) => new ColumnBuffer(layout)), busy: 0 };
+      merged = this.newBuffer();
       this.merged[p] = merged;
     }
-    if (this.identity.length < rows) {
-      await this.reservation.grow(this.options.maxBatchRows * 4 - this.identity.byteLength);
-      this.identity = Uint32Array.from({ length: this.options.maxBatchRows }, (_, i) => i);
-    }
+    if (this.identity.length < rows) await this.reserveIdentity(rows);
     const sources = buffer.columns.map((column) => column.asSource(rows));
     const needed = merged.filled + rows;
     const capacity = needed > merged.capacity ? Math.min(this.options.maxBatchRows, Math.max(needed, merged.capacity * 2)) : merged.capacity;
-    let changed = capacity !== merged.capacity;
-    let planned = 0;
-    const plans = merged.columns.map((column, c) => {
-      const validity = column.validity !== null || sources[c]!.validity !== null;
-      const data = grownDataCapacity(column.data.byteLength, column.dataLength + buffer.columns[c]!.dataLength);
-      if (validity !== (column.validity !== null) || data !== column.data.byteLength) changed = true;
-      planned += column.bytesFor(capacity, validity, data);
-      return { validity, data };
-    });
-    if (changed) {
-      const before = bufferBytes(merged);
-      await this.reservation.grow(planned);
-      merged.columns.forEach((column, c) => {
-        const plan = plans[c]!;
-        if (capacity !== merged!.capacity) column.resize(capacity, merged!.filled, plan.data);
-        else if (plan.data !== column.data.byteLength) column.setDataCapacity(plan.data);
-        if (plan.validity) column.ensureValidity(capacity);
-      });
-      merged.capacity = capacity;
-      this.reservation.shrink(before);
+    const { plans, growth } = await withScratchMemory(this.mergeScratch, (bytes) => this.reservation.grow(bytes), () =>
+      planAppend(sources, merged!.columns, onePartition(this.identity, 0, rows), merged!.filled, capacity, this.mergeScratch),
+    );
+    if (!growth.empty) {
+      await this.reservation.grow(growth.bytesAfter);
+      growth.apply();
+      this.reservation.shrink(growth.bytesBefore);
     }
-    merged.columns.forEach((column, c) => splitColumn(sources[c]!, this.identity, 0, rows, column, merged!.filled, merged!.capacity));
+    merged.capacity = capacity;
+    splitAppend(plans, merged.columns, merged.filled);
     merged.filled += rows;
     for (const column of buffer.columns) column.clear();
     buffer.filled = 0;
@@ -667,13 +734,6 @@ export class ShuffleWriter implements Reclaimable {
 
 /** Per-row scratch: partition id, row id and key hash, 4 bytes each. */
 const SCRATCH_BYTES_PER_ROW = 12;
-/** Upper bound of a record-batch message's header and length prefixes beyond its body buffers. */
-const MESSAGE_OVERHEAD_BYTES = 4096;
-
-/** Most bytes the encoded form of `raw` body bytes can take next to them: frames, prefixes, header. */
-function compressionBound(raw: number): number {
-  return raw + Math.ceil(raw / 128) + MESSAGE_OVERHEAD_BYTES;
-}
 
 function bufferBytes(buffer: PartitionBuffer | undefined): number {
   let bytes = 0;
@@ -694,6 +754,20 @@ function bindSchemaChecks(schema: Schema, options: Pick<ShuffleWriterOptions, 'p
     if (i !== pidColumn) columnLayoutOf(field);
   });
   createPartitioner(options.partitioning, schema, options.numPartitions, 0);
+}
+
+/** The dictionary (by id) of every dictionary column in `data`, nested ones included. */
+function collectDictionaries(data: Data, layout: ColumnLayout, found: Map<number, Vector>): void {
+  if (layout.kind === 'dictionary') {
+    const dictionary = data.dictionary!;
+    const seen = found.get(layout.id);
+    if (seen !== undefined && seen !== dictionary) {
+      throw new ShuffleError('CS_UNSUPPORTED_TYPE', `two dictionary columns share dictionary id ${layout.id} but hold different dictionaries`);
+    }
+    found.set(layout.id, dictionary);
+    return;
+  }
+  childLayouts(layout).forEach((child, i) => collectDictionaries(data.children[i]!, child, found));
 }
 
 function describe(schema: Schema): string {

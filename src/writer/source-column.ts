@@ -1,14 +1,18 @@
-import type { Data } from 'apache-arrow';
+import type { Data, Vector } from 'apache-arrow';
 import type { ColumnLayout } from './column-layout.js';
 
 /**
  * One input column prepared for splitting: typed views over its buffers,
- * built once per batch so the per-partition loops only index.
+ * built once per batch so the per-partition loops only index. A nested
+ * column is a tree of them, parallel to its layout.
  *
  * arrow-js slices buffers unevenly (see the platform notes): fixed-width
- * values and binary offsets are sub-arrayed to the slice, while validity and
- * boolean values are not (row i is bit `offset + i`) and binary offsets stay
- * absolute into the unsliced data.
+ * values, dictionary indices, union type ids and every offsets buffer are
+ * sub-arrayed to the slice, while validity and boolean values are not (row i
+ * is bit `offset + i`). Offsets stay absolute into the unsliced data or child
+ * (binary, list, map, dense union), whereas the children of a struct, a sparse
+ * union or a fixed-size list are sliced with their parent (child row i, or
+ * i x listSize, belongs to row i).
  */
 export interface SourceColumn {
   readonly layout: ColumnLayout;
@@ -17,15 +21,21 @@ export interface SourceColumn {
   readonly validity: Uint8Array | null;
   /** bit index of row 0 in `validity` and in boolean `bits` */
   readonly bitOffset: number;
-  /** fixed-width values as bytes starting at row 0; boolean values as bits; binary data bytes */
+  /** fixed-width values or dictionary indices as bytes starting at row 0; boolean values as bits; binary data bytes; union type ids */
   readonly bytes: Uint8Array;
   /** the same values as 16/32-bit words when aligned, for the wide copy loops */
   readonly words16: Uint16Array | null;
   readonly words32: Int32Array | null;
-  /** binary offsets as int32 words: offset of row i is offsets[i * stride] (stride 2 for int64 offsets, low word) */
+  /** binary or list offsets as int32 words: offset of row i is offsets[i * stride] (stride 2 for int64 offsets, low word); dense union offsets */
   readonly offsets: Int32Array | null;
   readonly offsetStride: 1 | 2;
+  /** nested columns: one per child layout */
+  readonly children: readonly SourceColumn[];
+  /** dictionary columns: the values the indices point into */
+  readonly dictionary: Vector | null;
 }
+
+const NO_CHILDREN: readonly SourceColumn[] = Object.freeze([]);
 
 export function prepareSourceColumn(data: Data, layout: ColumnLayout): SourceColumn {
   const validity = data.nullCount > 0 && data.nullBitmap && data.nullBitmap.byteLength > 0 ? data.nullBitmap : null;
@@ -34,34 +44,59 @@ export function prepareSourceColumn(data: Data, layout: ColumnLayout): SourceCol
     length: data.length,
     validity,
     bitOffset: data.offset,
+    bytes: EMPTY,
     words16: null,
     words32: null,
     offsets: null,
     offsetStride: 1 as const,
+    children: NO_CHILDREN,
+    dictionary: null,
   };
   switch (layout.kind) {
     case 'null':
-      return { ...base, bytes: new Uint8Array(0) };
+      return base;
     case 'bool':
       return { ...base, bytes: asBytes(data.values) };
-    case 'fixed-width': {
-      const bytes = asBytes(data.values);
-      const words16 = bytes.byteOffset % 2 === 0 ? new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >>> 1) : null;
-      const words32 = bytes.byteOffset % 4 === 0 ? new Int32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >>> 2) : null;
-      return { ...base, bytes, words16, words32 };
-    }
-    case 'binary': {
-      const offsetBytes = asBytes(data.valueOffsets);
-      const offsets = new Int32Array(offsetBytes.buffer, offsetBytes.byteOffset, offsetBytes.byteLength >>> 2);
-      const stride = layout.offsetWidth === 8 ? 2 : 1;
-      if (stride === 2) assertOffsetsFitInt32(offsets, data.length);
-      return { ...base, bytes: asBytes(data.values), offsets, offsetStride: stride };
+    case 'fixed-width':
+      return { ...base, ...words(asBytes(data.values)) };
+    case 'dictionary':
+      return { ...base, ...words(asBytes(data.values)), dictionary: data.dictionary ?? null };
+    case 'binary':
+      return { ...base, bytes: asBytes(data.values), ...offsetsOf(data, layout.offsetWidth) };
+    case 'list':
+      return { ...base, ...offsetsOf(data, layout.offsetWidth), children: [prepareSourceColumn(data.children[0]!, layout.child)] };
+    case 'fixed-size-list':
+      return { ...base, children: [prepareSourceColumn(data.children[0]!, layout.child)] };
+    case 'struct':
+      return { ...base, children: layout.children.map((child, i) => prepareSourceColumn(data.children[i]!, child)) };
+    case 'union': {
+      const children = layout.children.map((child, i) => prepareSourceColumn(data.children[i]!, child));
+      // no validity in a union: nulls are the children's
+      const typeIds = asBytes(data.typeIds);
+      const offsets = layout.mode === 'dense' ? new Int32Array(data.valueOffsets.buffer, data.valueOffsets.byteOffset, data.length) : null;
+      return { ...base, validity: null, bytes: typeIds, offsets, children };
     }
   }
 }
 
+const EMPTY = new Uint8Array(0);
+
+function words(bytes: Uint8Array): { bytes: Uint8Array; words16: Uint16Array | null; words32: Int32Array | null } {
+  const words16 = bytes.byteOffset % 2 === 0 ? new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >>> 1) : null;
+  const words32 = bytes.byteOffset % 4 === 0 ? new Int32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >>> 2) : null;
+  return { bytes, words16, words32 };
+}
+
+function offsetsOf(data: Data, offsetWidth: 4 | 8): { offsets: Int32Array; offsetStride: 1 | 2 } {
+  const offsetBytes = asBytes(data.valueOffsets);
+  const offsets = new Int32Array(offsetBytes.buffer, offsetBytes.byteOffset, offsetBytes.byteLength >>> 2);
+  const stride = offsetWidth === 8 ? 2 : 1;
+  if (stride === 2) assertOffsetsFitInt32(offsets, data.length);
+  return { offsets, offsetStride: stride };
+}
+
 function asBytes(view: ArrayBufferView | null | undefined): Uint8Array {
-  if (!view) return new Uint8Array(0);
+  if (!view) return EMPTY;
   return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
 }
 
@@ -70,6 +105,6 @@ function assertOffsetsFitInt32(offsets: Int32Array, length: number): void {
   const high = offsets[length * 2 + 1] ?? 0;
   const low = offsets[length * 2] ?? 0;
   if (high !== 0 || low < 0) {
-    throw new RangeError('a large binary column holds more than 2 GiB of data in one batch; split the batch');
+    throw new RangeError('a large binary or list column holds more than 2 GiB of data in one batch; split the batch');
   }
 }

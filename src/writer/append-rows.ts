@@ -1,0 +1,74 @@
+import { BufferGrowth } from './buffer-growth.js';
+import type { ColumnBuffer } from './column-buffer.js';
+import type { SourceColumn } from './source-column.js';
+import { splitPlanned } from './split-column.js';
+import { planSplit, type RowSelection, type SelectionArrays, type SplitPlan } from './split-plan.js';
+
+/**
+ * Appending rows to one set of column buffers: a split into a single
+ * partition. Used wherever buffers are filled from other buffers or from
+ * arrow-js data outside the partition split: the writer's payload merger,
+ * the reader's batch coalescer, dictionaries and hash keys.
+ *
+ * Protocol: `planAppend`, then reserve `growth.bytesAfter` if memory is
+ * accounted, `growth.apply()`, release `growth.bytesBefore`, then
+ * `splitAppend` with the same plans.
+ */
+export interface AppendPlan {
+  readonly plans: SplitPlan[];
+  readonly growth: BufferGrowth;
+}
+
+/** rowIds[start, end) as the one partition of a selection. */
+export function onePartition(rowIds: Uint32Array, start: number, end: number): RowSelection {
+  return { rowIds, starts: Uint32Array.of(start, end) };
+}
+
+/**
+ * Plans appending the selected rows of `sources` after row `filled` of
+ * `columns` (one per source), which then have `capacity` rows.
+ */
+export function planAppend(
+  sources: readonly SourceColumn[],
+  columns: readonly ColumnBuffer[],
+  sel: RowSelection,
+  filled: number,
+  capacity: number,
+  arrays: SelectionArrays,
+  remapOf: (dictionaryId: number) => Int32Array | null = () => null,
+): AppendPlan {
+  const slots = { next: 0 };
+  const plans = sources.map((src) => planSplit(src, sel, arrays, remapOf, slots));
+  const growth = new BufferGrowth();
+  plans.forEach((plan, c) => growth.plan(plan, 0, columns[c]!, filled, capacity));
+  return { plans, growth };
+}
+
+/** Writes the planned rows (after `growth.apply()`). */
+export function splitAppend(plans: readonly SplitPlan[], columns: readonly ColumnBuffer[], filled: number): void {
+  plans.forEach((plan, c) => splitPlanned(plan, 0, columns[c]!, filled));
+}
+
+/** Row ids 0, 1, 2, ...: appending whole buffers. Grown as needed, never shrunk. */
+export class IdentityRows {
+  private ids = new Uint32Array(0);
+
+  /** An array whose first `rows` entries are 0 .. rows - 1. */
+  get(rows: number): Uint32Array {
+    if (this.ids.length < rows) {
+      const ids = new Uint32Array(this.bytesFor(rows) / 4);
+      for (let i = 0; i < ids.length; i++) ids[i] = i;
+      this.ids = ids;
+    }
+    return this.ids;
+  }
+
+  get bytes(): number {
+    return this.ids.byteLength;
+  }
+
+  /** What `bytes` will be after `get(rows)` (reserve the difference first). */
+  bytesFor(rows: number): number {
+    return this.ids.length >= rows ? this.ids.byteLength : Math.max(rows, this.ids.length * 2, 1024) * 4;
+  }
+}

@@ -1,0 +1,94 @@
+import { fixedBytesPerRow } from './column-layout.js';
+import { grownDataCapacity, hasOwnLength, hasValidity, type ColumnBuffer } from './column-buffer.js';
+import { binaryBytesOf } from './split-binary.js';
+import { selectedRows, type SplitPlan } from './split-plan.js';
+
+/** One node's buffers re-allocated so that a split fits. */
+interface NodeChange {
+  node: ColumnBuffer;
+  capacity: number;
+  keep: number;
+  validity: boolean;
+  dataBytes: number;
+}
+
+/**
+ * The buffers one column of one partition must get before a planned split
+ * writes into them, node by node through the nesting, and what they cost: the
+ * caller reserves `bytesAfter` (old and new buffers exist together while rows
+ * are copied), applies, then releases `bytesBefore`. Nothing is allocated
+ * until `apply`.
+ */
+export class BufferGrowth {
+  private readonly changes: NodeChange[] = [];
+  bytesBefore = 0;
+  bytesAfter = 0;
+
+  get empty(): boolean {
+    return this.changes.length === 0;
+  }
+
+  /**
+   * Plans `node` (holding `keep` rows) for partition p's rows of `plan` at a
+   * capacity of `capacity` rows. Children with lengths of their own (list,
+   * dense union) grow by half again when full; children sharing the parent's
+   * rows follow its capacity. `dataBytesFor(capacity)` sizes a re-allocated
+   * binary data buffer (the writer's running average), at least what is needed.
+   */
+  plan(plan: SplitPlan, p: number, node: ColumnBuffer, keep: number, capacity: number, dataBytesFor?: (capacity: number) => number): this {
+    const { layout } = node;
+    const validity = hasValidity(layout) && (node.validity !== null || plan.src.validity !== null);
+    let dataBytes = node.data.byteLength;
+    const resize = capacity !== node.capacity;
+    if (layout.kind === 'binary') {
+      const needed = node.dataLength + binaryBytesOf(plan.src, plan.sel.rowIds, plan.sel.starts[p]!, plan.sel.starts[p + 1]!);
+      dataBytes = resize && dataBytesFor !== undefined ? Math.max(needed, dataBytesFor(capacity)) : grownDataCapacity(dataBytes, needed);
+    }
+    if (resize || validity !== (node.validity !== null) || dataBytes !== node.data.byteLength) {
+      this.changes.push({ node, capacity, keep, validity, dataBytes });
+      this.bytesBefore += node.ownBytes;
+      this.bytesAfter += node.bytesFor(capacity, validity, dataBytes);
+    }
+    plan.children.forEach((childPlan, i) => {
+      const child = node.children[i]!;
+      if (hasOwnLength(layout)) {
+        const used = node.childRows[i]!;
+        const needed = used + selectedRows(childPlan.sel, p);
+        this.plan(childPlan, p, child, used, needed > child.capacity ? Math.max(needed, Math.ceil(child.capacity * 1.5)) : child.capacity);
+      } else if (layout.kind === 'fixed-size-list') {
+        this.plan(childPlan, p, child, keep * layout.listSize, capacity * layout.listSize);
+      } else {
+        this.plan(childPlan, p, child, keep, capacity);
+      }
+    });
+    return this;
+  }
+
+  /** Re-allocates the planned buffers (the memory must be reserved). */
+  apply(): void {
+    for (const { node, capacity, keep, validity, dataBytes } of this.changes) {
+      if (capacity !== node.capacity) node.resize(capacity, keep, dataBytes);
+      else if (dataBytes !== node.data.byteLength) node.setDataCapacity(dataBytes);
+      if (validity) node.ensureValidity(capacity);
+    }
+  }
+}
+
+/**
+ * Bytes the nested levels of a planned column take across all its selected
+ * rows (children's values, offsets and binary data; not the top level's own):
+ * the writer's running average of them enters bytesPerRow, as Gluten's
+ * complexTotalSizeBytes_ does since its #8089.
+ */
+export function nestedBytes(plan: SplitPlan, top = true): number {
+  let bytes = 0;
+  if (!top) {
+    const sel = plan.sel;
+    const partitions = sel.starts.length - 1;
+    const rows = sel.starts[partitions]! - sel.starts[0]!;
+    bytes += rows * fixedBytesPerRow(plan.src.layout);
+    if (plan.src.layout.kind === 'binary') bytes += binaryBytesOf(plan.src, sel.rowIds, sel.starts[0]!, sel.starts[partitions]!);
+  }
+  for (const child of plan.children) bytes += nestedBytes(child, false);
+  return bytes;
+}
