@@ -1,7 +1,8 @@
 import type { SourceColumn } from './source-column.js';
 
 /**
- * The rows of one nesting level of a column, grouped by partition: partition
+ * The rows of one nesting level of a column, grouped by partition (`starts` has
+ * exactly numPartitions + 1 entries): partition
  * p's rows are `rowIds[starts[p] .. starts[p + 1])`, row ids of that level's
  * source. The top level is the counting sort's partition2RowOffset /
  * rowOffset2RowId; every nested level is derived from its parent's.
@@ -121,7 +122,8 @@ export function planSplit(
 
 function takeSelection(arrays: SelectionArrays, slots: { next: number }, rows: number, partitions: number): RowSelection {
   const rowIds = arrays.take(slots.next++, rows);
-  const starts = arrays.take(slots.next++, partitions + 1);
+  // exactly partitions + 1 starts: a selection's partition count is its starts' length - 1
+  const starts = arrays.take(slots.next++, partitions + 1).subarray(0, partitions + 1);
   return { rowIds, starts };
 }
 

@@ -1,6 +1,6 @@
 /**
  * A deliberately simple reference partitioner, one row at a time:
- * - hash: seed 42, then for each key column `hashColumnInto` over a ONE-ROW SLICE of
+ * - hash: seed 42, then for each key column `hashKeyInto` over a ONE-ROW SLICE of
  *   the column (so the writer's whole-column hashing is checked against per-row
  *   hashing of sliced data), pid = pmod(hash, n);
  * - round-robin: starts at roundRobinStart(mapId, n); the first row goes to (start + 1) % n,
@@ -10,13 +10,15 @@
  */
 import type { RecordBatch, Schema } from 'apache-arrow';
 import type { Partitioning } from '../../src/writer/partitioner.js';
-import { hashColumnInto, pmod, SPARK_HASH_SEED } from '../../src/writer/murmur3.js';
+import { DecodedDictionaries, hashKeyInto } from '../../src/writer/key-hash.js';
+import { pmod, SPARK_HASH_SEED } from '../../src/writer/murmur3.js';
 import { roundRobinStart } from '../../src/writer/round-robin-start.js';
 
 export class ReferencePartitioner {
   private position: number;
   private readonly keyIndexes: number[];
   private readonly pidIndex: number;
+  private readonly decoded = new DecodedDictionaries();
 
   constructor(
     private readonly partitioning: Partitioning,
@@ -43,7 +45,7 @@ export class ReferencePartitioner {
       switch (this.partitioning.kind) {
         case 'hash': {
           const hash = new Int32Array([SPARK_HASH_SEED]);
-          this.keyIndexes.forEach((c, k) => hashColumnInto(columns[c]!.slice(i, 1), hash, `key${k}`));
+          this.keyIndexes.forEach((c, k) => hashKeyInto(columns[c]!.slice(i, 1), hash, `key${k}`, this.decoded));
           out.push(pmod(hash[0]!, n));
           break;
         }

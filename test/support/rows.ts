@@ -1,5 +1,5 @@
 /**
- * A reference "row value" extractor: turns any row of any flat column into a
+ * A reference "row value" extractor: turns any row of any column (flat or nested) into a
  * canonical string made of the raw bytes of its value ('null' for a null row).
  * It reads the buffers directly, never through arrow-js getters or JS numbers,
  * so NaN payloads, -0.0, and every word of a decimal or interval are compared
@@ -68,7 +68,76 @@ export function cellReader(data: Data): (i: number) => string {
     const offsets = data.valueOffsets as Int32Array;
     return (i) => (valid(i) ? `"${hex(bytes, offsets[i]!, offsets[i + 1]!)}"` : 'null');
   }
-  throw new Error(`no row extractor for ${String(type)}`);
+  return nestedCellReader(data, valid);
+}
+
+/**
+ * Nested cells, by the Arrow rules and arrow-js's slicing conventions: list
+ * and map offsets are sub-arrayed and absolute into the unsliced child; a
+ * struct's, fixed-size list's and sparse union's children are sliced with it;
+ * a dense union's offsets point into its children; a dictionary cell is the
+ * value its index points at. Null rows are 'null' whatever their slots hold.
+ */
+function nestedCellReader(data: Data, valid: (i: number) => boolean): (i: number) => string {
+  const type = data.type;
+  switch (type.typeId) {
+    case Type.List:
+    case Type.Map:
+    case Type.LargeList: {
+      const child = cellReader(data.children[0]!);
+      const offsets = data.valueOffsets as Int32Array | BigInt64Array;
+      const open = type.typeId === Type.Map ? 'map[' : '[';
+      return (i) => {
+        if (!valid(i)) return 'null';
+        const parts: string[] = [];
+        for (let e = Number(offsets[i]!), end = Number(offsets[i + 1]!); e < end; e++) parts.push(child(e));
+        return `${open}${parts.join(',')}]`;
+      };
+    }
+    case Type.FixedSizeList: {
+      const child = cellReader(data.children[0]!);
+      const size = (type as unknown as { listSize: number }).listSize;
+      return (i) => {
+        if (!valid(i)) return 'null';
+        const parts: string[] = [];
+        for (let e = i * size; e < (i + 1) * size; e++) parts.push(child(e));
+        return `fixed[${parts.join(',')}]`;
+      };
+    }
+    case Type.Struct: {
+      const children = data.children.map((c) => cellReader(c));
+      const names = type.children.map((f) => f.name);
+      return (i) => (valid(i) ? `{${children.map((child, c) => `${names[c]}:${child(i)}`).join(',')}}` : 'null');
+    }
+    case Type.Union: {
+      const union = type as unknown as { mode: number; typeIds: Int32Array; typeIdToChildIndex: Record<number, number> };
+      const children = data.children.map((c) => cellReader(c));
+      const typeIds = data.typeIds as Int8Array;
+      const dense = union.mode === 1; // UnionMode.Dense
+      const offsets = data.valueOffsets as Int32Array;
+      return (i) => {
+        const id = typeIds[i]!;
+        const child = children[union.typeIdToChildIndex[id]!]!;
+        return `u${id}:${child(dense ? offsets[i]! : i)}`;
+      };
+    }
+    case Type.Dictionary: {
+      const chunks = (data.dictionary?.data ?? []) as Data[];
+      const readers = chunks.map((c) => cellReader(c));
+      const indices = data.values as ArrayLike<number | bigint>;
+      return (i) => {
+        if (!valid(i)) return 'null';
+        let index = Number(indices[i]!);
+        for (let c = 0; c < chunks.length; c++) {
+          if (index < chunks[c]!.length) return readers[c]!(index);
+          index -= chunks[c]!.length;
+        }
+        throw new Error(`dictionary index ${indices[i]} outside a dictionary of ${data.dictionary?.length ?? 0} values`);
+      };
+    }
+    default:
+      throw new Error(`no row extractor for ${String(type)}`);
+  }
 }
 
 /** The canonical string of one row of one column. */

@@ -1,0 +1,201 @@
+/**
+ * Dictionary columns: every partition's IPC stream carries standard dictionary batches
+ * before the record batches that need them — the whole dictionary first, then deltas as
+ * input batches bring new values, and a replacement when the indices would outgrow their
+ * type — and every row decodes to its input value (our reader and arrow-js).
+ */
+import { join } from 'node:path';
+import { Dictionary, Field, Int16, Int32, Int8, RecordBatch, Schema, Struct, Utf8, Vector, makeData, type Data } from 'apache-arrow';
+import { MessageHeader } from 'apache-arrow/enum';
+import { Message, type DictionaryBatch } from 'apache-arrow/ipc/metadata/message';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { ShuffleReader } from '../src/reader/shuffle-reader.js';
+import { ShuffleWriter } from '../src/writer/shuffle-writer.js';
+import { firstDifference, makeTempDir, readWithArrowJs, removeDir, runShuffle } from './support/shuffle-harness.js';
+
+let dir: string;
+beforeEach(async () => (dir = await makeTempDir()));
+afterEach(async () => removeDir(dir));
+
+function utf8(values: (string | null)[]): Data {
+  const encoder = new TextEncoder();
+  const offsets = new Int32Array(values.length + 1);
+  const bytes: number[] = [];
+  const bitmap = new Uint8Array((values.length + 7) >>> 3);
+  let nullCount = 0;
+  values.forEach((v, i) => {
+    if (v === null) nullCount++;
+    else {
+      bitmap[i >>> 3]! |= 1 << (i & 7);
+      bytes.push(...encoder.encode(v));
+    }
+    offsets[i + 1] = bytes.length;
+  });
+  return makeData({ type: new Utf8(), length: values.length, nullCount, nullBitmap: bitmap, valueOffsets: offsets, data: Uint8Array.from(bytes) });
+}
+
+const TYPE = new Dictionary(new Utf8(), new Int32(), 7);
+const SCHEMA = new Schema([new Field('k', new Int32(), false), new Field('d', TYPE, true)]);
+
+/** A batch of rows (k = i, d = dictionary[indices[i]]). */
+function batch(dictionary: Vector, indices: number[], schema = SCHEMA): RecordBatch {
+  const type = schema.fields[1]!.type as Dictionary;
+  const Indices = type.indices.ArrayType as unknown as new (values: number[]) => Int32Array;
+  const keys = makeData({ type: new Int32(), length: indices.length, data: Int32Array.from(indices, (_, i) => i) });
+  const d = makeData({ type, length: indices.length, data: new Indices(indices), dictionary } as never);
+  return new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: indices.length, nullCount: 0, children: [keys, d] }));
+}
+
+interface StreamMessage {
+  type: 'schema' | 'dictionary' | 'batch';
+  isDelta?: boolean;
+  id?: number;
+  rows?: number;
+}
+
+/** The messages of one IPC stream, in order (a byte-level walk of the encapsulated messages). */
+function messagesOf(bytes: Uint8Array): StreamMessage[] {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out: StreamMessage[] = [];
+  for (let at = 0; at < bytes.byteLength; ) {
+    expect(view.getUint32(at, true)).toBe(0xffffffff);
+    const size = view.getInt32(at + 4, true);
+    if (size === 0) break;
+    const message = Message.decode(bytes.subarray(at + 8, at + 8 + size));
+    if (message.headerType === MessageHeader.Schema) out.push({ type: 'schema' });
+    else if (message.headerType === MessageHeader.DictionaryBatch) {
+      const header = message.header() as DictionaryBatch;
+      out.push({ type: 'dictionary', isDelta: header.isDelta, id: header.id, rows: header.length });
+    } else out.push({ type: 'batch', rows: (message.header() as { length: number }).length });
+    at += 8 + size + Number(message.bodyLength);
+  }
+  return out;
+}
+
+async function write(batches: RecordBatch[], numPartitions = 1, maxBatchRows?: number): Promise<string> {
+  const prefix = join(dir, 'out');
+  const writer = await ShuffleWriter.create({ numPartitions, partitioning: numPartitions === 1 ? { kind: 'single' } : { kind: 'hash', keys: ['k'] }, outputPrefix: prefix, maxBatchRows, overwrite: true });
+  for (const b of batches) await writer.write(b);
+  await writer.finish();
+  return prefix;
+}
+
+async function partitionMessages(prefix: string, p = 0): Promise<StreamMessage[]> {
+  const reader = await ShuffleReader.open(prefix);
+  try {
+    return messagesOf(await reader.partitionBytes(p));
+  } finally {
+    await reader.close();
+  }
+}
+
+async function decoded(prefix: string, p = 0): Promise<(string | null)[]> {
+  const reader = await ShuffleReader.open(prefix);
+  const out: (string | null)[] = [];
+  try {
+    for await (const b of reader.readPartition(p)) for (const v of b.getChild('d')!) out.push(v as string | null);
+  } finally {
+    await reader.close();
+  }
+  return out;
+}
+
+describe('the dictionary batches of a partition stream', () => {
+  test('a dictionary every batch shares is sent once, whole, before the first record batch', async () => {
+    const dictionary = new Vector([utf8(['a', 'b', 'c'])]);
+    const prefix = await write([batch(dictionary, [0, 1, 2, 1]), batch(dictionary, [2, 2])], 1, 4);
+    expect(await partitionMessages(prefix)).toEqual([
+      { type: 'schema' },
+      { type: 'dictionary', isDelta: false, id: 7, rows: 3 },
+      { type: 'batch', rows: 4 },
+      { type: 'batch', rows: 2 },
+    ]);
+    expect(await decoded(prefix)).toEqual(['a', 'b', 'c', 'b', 'c', 'c']);
+  });
+
+  test('a dictionary extended by a later batch (an IPC delta: the old chunks plus new ones) sends only the new values, as a delta', async () => {
+    const first = new Vector([utf8(['a', 'b'])]);
+    const extended = new Vector([...first.data, utf8(['c', 'd', 'e'])]);
+    const prefix = await write([batch(first, [0, 1, 0, 1]), batch(extended, [4, 2, 0, 3])], 1, 4);
+    const messages = await partitionMessages(prefix);
+    expect(messages.filter((m) => m.type === 'dictionary')).toEqual([
+      { type: 'dictionary', isDelta: false, id: 7, rows: 2 },
+      { type: 'dictionary', isDelta: true, id: 7, rows: 3 },
+    ]);
+    // a batch's rows are emitted when its buffer fills, so the delta may come before or after the first batch, never after the second
+    expect(messages[1]).toEqual({ type: 'dictionary', isDelta: false, id: 7, rows: 2 });
+    expect(messages.findIndex((m) => m.isDelta === true)).toBeLessThan(messages.map((m) => m.type).lastIndexOf('batch'));
+    expect(await decoded(prefix)).toEqual(['a', 'b', 'a', 'b', 'e', 'c', 'a', 'd']);
+  });
+
+  test('a rebuilt dictionary holding the same leading values is treated as an extension too (no values sent twice)', async () => {
+    const prefix = await write([batch(new Vector([utf8(['a', 'b'])]), [1, 0]), batch(new Vector([utf8(['a', 'b', 'z'])]), [2, 1])], 1, 2);
+    const dictionaries = (await partitionMessages(prefix)).filter((m) => m.type === 'dictionary');
+    expect(dictionaries).toEqual([
+      { type: 'dictionary', isDelta: false, id: 7, rows: 2 },
+      { type: 'dictionary', isDelta: true, id: 7, rows: 1 },
+    ]);
+    expect(await decoded(prefix)).toEqual(['b', 'a', 'z', 'b']);
+  });
+
+  test('an unrelated dictionary is appended whole and its indices remapped', async () => {
+    const prefix = await write([batch(new Vector([utf8(['a', 'b'])]), [1, 0]), batch(new Vector([utf8(['x', null, 'y'])]), [2, 0, 1])], 1, 2);
+    const dictionaries = (await partitionMessages(prefix)).filter((m) => m.type === 'dictionary');
+    expect(dictionaries).toEqual([
+      { type: 'dictionary', isDelta: false, id: 7, rows: 2 },
+      { type: 'dictionary', isDelta: true, id: 7, rows: 3 },
+    ]);
+    expect(await decoded(prefix)).toEqual(['b', 'a', 'y', 'x', null]);
+  });
+
+  test('a partition that first receives rows late still gets the whole dictionary first (replacement, then deltas)', async () => {
+    const first = new Vector([utf8(['a', 'b'])]);
+    const extended = new Vector([...first.data, utf8(['c'])]);
+    // partition of k: keys 0..n-1 hash somewhere; partition 1 of 2 gets rows only from the second batch
+    const schema = SCHEMA;
+    const b1 = batch(first, [0, 1], schema);
+    const b2 = batch(extended, [2, 2, 1, 0, 2, 1], schema);
+    const outcome = await runShuffle(dir, { numPartitions: 3, partitioning: { kind: 'hash', keys: ['k'] }, maxBatchRows: 2 }, [b1, b2]);
+    outcome.actual.forEach((rows, p) => expect(firstDifference(rows, outcome.expected[p]!, `partition ${p}`)).toBeNull());
+    for (let p = 0; p < 3; p++) {
+      if (outcome.result.partitionLengths[p] === 0) continue;
+      const messages = await partitionMessages(outcome.prefix, p);
+      const firstDictionary = messages.findIndex((m) => m.type === 'dictionary');
+      expect(messages[firstDictionary]!.isDelta).toBe(false);
+      expect(firstDictionary).toBeLessThan(messages.findIndex((m) => m.type === 'batch'));
+    }
+    const viaArrowJs = await readWithArrowJs(outcome.prefix);
+    viaArrowJs.forEach((rows, p) => expect(firstDifference(rows, outcome.expected[p]!, `arrow-js partition ${p}`)).toBeNull());
+  });
+
+  test('int8 indices: dictionaries that together outgrow 127 values start over with a replacement dictionary batch, and every row stays right', async () => {
+    const schema = new Schema([new Field('k', new Int32(), false), new Field('d', new Dictionary(new Utf8(), new Int8(), 3), true)]);
+    const batches = Array.from({ length: 5 }, (_, b) => {
+      const values = Array.from({ length: 60 }, (_, i) => `batch${b}-value${i}`);
+      return batch(new Vector([utf8(values)]), Array.from({ length: 100 }, (_, i) => (i * 7 + b) % 60), schema);
+    });
+    const outcome = await runShuffle(dir, { numPartitions: 2, partitioning: { kind: 'hash', keys: ['k'] }, maxBatchRows: 64 }, batches);
+    outcome.actual.forEach((rows, p) => expect(firstDifference(rows, outcome.expected[p]!, `partition ${p}`)).toBeNull());
+    const viaArrowJs = await readWithArrowJs(outcome.prefix);
+    viaArrowJs.forEach((rows, p) => expect(firstDifference(rows, outcome.expected[p]!, `arrow-js partition ${p}`)).toBeNull());
+    const messages = await partitionMessages(outcome.prefix, 0);
+    const replacements = messages.filter((m) => m.type === 'dictionary' && m.isDelta === false);
+    expect(replacements.length).toBeGreaterThan(1); // the first dictionary, then at least one start-over
+    for (const m of messages.filter((m) => m.type === 'dictionary')) expect(m.rows).toBeLessThanOrEqual(128);
+  });
+});
+
+test('Int16 indices and a dictionary nested in a struct round-trip with the same machinery', async () => {
+  const inner = new Dictionary(new Utf8(), new Int16(), 9);
+  const structType = new Struct([new Field('tag', inner, true), new Field('n', new Int32(), true)]);
+  const schema = new Schema([new Field('k', new Int32(), false), new Field('s', structType, true)]);
+  const dictionary = new Vector([utf8(['red', 'green', 'blue'])]);
+  const rows = 50;
+  const tags = makeData({ type: inner, length: rows, data: Int16Array.from({ length: rows }, (_, i) => i % 3), dictionary } as never);
+  const ns = makeData({ type: new Int32(), length: rows, data: Int32Array.from({ length: rows }, (_, i) => i * i) });
+  const s = makeData({ type: structType, length: rows, nullCount: 0, children: [tags, ns] });
+  const keys = makeData({ type: new Int32(), length: rows, data: Int32Array.from({ length: rows }, (_, i) => i) });
+  const b = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rows, nullCount: 0, children: [keys, s] }));
+  const outcome = await runShuffle(dir, { numPartitions: 4, partitioning: { kind: 'hash', keys: ['k'] } }, [b, b.slice(10, 30)]);
+  outcome.actual.forEach((r, p) => expect(firstDifference(r, outcome.expected[p]!, `partition ${p}`)).toBeNull());
+});
