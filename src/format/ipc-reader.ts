@@ -61,6 +61,9 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
       const type = schema.dictionaries.get(header.id);
       if (type === undefined) throw messages.corrupt(`dictionary batch for unknown dictionary id ${header.id}`, start);
       const [data] = await loadColumns(header.data, body, [type], dictionaries, version, messages, start, maxBufferBytes);
+      if (data === undefined || data.length !== header.data.length) throw messages.corrupt(`dictionary batch ${header.id} does not hold its ${header.data.length} values`, start);
+      const problem = columnInconsistency(data);
+      if (problem !== null) throw messages.corrupt(`dictionary ${header.id} is inconsistent: ${problem}`, start);
       const previous = dictionaries.get(header.id);
       const vector = new Vector([data as Data]);
       dictionaries.set(header.id, header.isDelta && previous ? previous.concat(vector) : vector);
