@@ -41,8 +41,11 @@ export class BufferGrowth {
     let dataBytes = node.data.byteLength;
     const resize = capacity !== node.capacity;
     if (layout.kind === 'binary') {
-      const needed = node.dataLength + binaryBytesOf(plan.src, plan.sel.rowIds, plan.sel.starts[p]!, plan.sel.starts[p + 1]!);
-      dataBytes = resize && dataBytesFor !== undefined ? Math.max(needed, dataBytesFor(capacity)) : grownDataCapacity(dataBytes, needed);
+      const incoming = binaryBytesOf(plan.src, plan.sel.rowIds, plan.sel.starts[p]!, plan.sel.starts[p + 1]!);
+      const needed = node.dataLength + incoming;
+      // a nested binary node has no running average of its own: size it like the rows arriving now
+      const estimate = dataBytesFor ?? ((rows: number) => Math.ceil((incoming / Math.max(1, selectedRows(plan.sel, p))) * rows));
+      dataBytes = resize ? Math.max(needed, estimate(capacity)) : grownDataCapacity(dataBytes, needed);
     }
     if (resize || validity !== (node.validity !== null) || dataBytes !== node.data.byteLength) {
       this.changes.push({ node, capacity, keep, validity, dataBytes });
@@ -52,9 +55,13 @@ export class BufferGrowth {
     plan.children.forEach((childPlan, i) => {
       const child = node.children[i]!;
       if (hasOwnLength(layout)) {
+        // a full child: grow by half, or at once to what a full parent would need at the rate rows arrive now
         const used = node.childRows[i]!;
-        const needed = used + selectedRows(childPlan.sel, p);
-        this.plan(childPlan, p, child, used, needed > child.capacity ? Math.max(needed, Math.ceil(child.capacity * 1.5)) : child.capacity);
+        const incoming = selectedRows(childPlan.sel, p);
+        const needed = used + incoming;
+        const perRow = incoming / Math.max(1, selectedRows(plan.sel, p));
+        const grown = Math.max(needed, Math.ceil(child.capacity * 1.5), Math.ceil(perRow * capacity));
+        this.plan(childPlan, p, child, used, needed > child.capacity ? grown : child.capacity);
       } else if (layout.kind === 'fixed-size-list') {
         this.plan(childPlan, p, child, keep * layout.listSize, capacity * layout.listSize);
       } else {

@@ -1,0 +1,55 @@
+/**
+ * Nested and dictionary data under a memory limit far smaller than the input: every row
+ * comes back exactly, in order, the pool never goes over its limit, spills happen, and no
+ * spill or temporary file is left.
+ */
+import { readdir } from 'node:fs/promises';
+import { Dictionary, Field, Int16, RecordBatch, Schema, Struct, Utf8, Vector, makeData } from 'apache-arrow';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { batchBytes, nestedBatch, NESTED_SCHEMA } from '../src/cli/demo-data.js';
+import { MemoryPool } from '../src/memory/memory-pool.js';
+import { buildColumn } from './support/columns.js';
+import { Rng } from './support/random.js';
+import { firstDifference, makeTempDir, readWithArrowJs, removeDir, runShuffle } from './support/shuffle-harness.js';
+
+const MiB = 1024 * 1024;
+let dir: string;
+beforeEach(async () => (dir = await makeTempDir()));
+afterEach(async () => removeDir(dir));
+
+/** The nested shape plus a dictionary column whose dictionary grows (deltas) every few batches. */
+function batches(count: number, rows: number): RecordBatch[] {
+  const type = new Dictionary(new Utf8(), new Int16(), 1);
+  const schema = new Schema([...NESTED_SCHEMA.fields, new Field('city', type, true)]);
+  const rng = new Rng(3);
+  let dictionary = new Vector([buildColumn(new Utf8(), 50, { bitmap: false, nullRate: 0 }, rng)]);
+  return Array.from({ length: count }, (_, b) => {
+    if (b % 4 === 3) dictionary = new Vector([...dictionary.data, buildColumn(new Utf8(), 20, { bitmap: false, nullRate: 0 }, rng)]);
+    const base = nestedBatch(rows, b + 1);
+    const indices = Int16Array.from({ length: rows }, () => rng.int(0, dictionary.length - 1));
+    const city = makeData({ type, length: rows, data: indices, dictionary } as never);
+    return new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rows, nullCount: 0, children: [...base.data.children, city] }));
+  });
+}
+
+describe('nested data through a memory limit 10-20 times smaller than the input', () => {
+  const large = batches(56, 4096); // ~20 MB of Arrow buffers
+  const small = large.slice(0, 30); // ~11 MB
+
+  test.each([
+    [8, 1 * MiB, large, 18],
+    [200, 1 * MiB, small, 10],
+  ])('P = %i, a %i-byte pool', async (numPartitions, limit, input, ratio) => {
+    expect(input.reduce((sum, b) => sum + batchBytes(b), 0)).toBeGreaterThan(ratio * limit);
+    const pool = new MemoryPool(limit);
+    const outcome = await runShuffle(dir, { numPartitions, partitioning: { kind: 'hash', keys: ['key'] }, memoryPool: pool, spillDir: dir }, input);
+    expect(outcome.result.spills).toBeGreaterThan(0);
+    expect(pool.peak).toBeLessThanOrEqual(limit);
+    expect(pool.reserved).toBe(0);
+    outcome.actual.forEach((rows, p) => expect(firstDifference(rows, outcome.expected[p]!, `partition ${p}`)).toBeNull());
+    const viaArrowJs = await readWithArrowJs(outcome.prefix);
+    viaArrowJs.forEach((rows, p) => expect(firstDifference(rows, outcome.expected[p]!, `arrow-js partition ${p}`)).toBeNull());
+    const left = (await readdir(dir)).filter((name) => !name.startsWith('map.'));
+    expect(left).toEqual([]);
+  }, 120_000);
+});
