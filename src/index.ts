@@ -13,6 +13,7 @@ export {
   type ShuffleWriteResult,
 } from './writer/writer-options.js';
 export type { Partitioning } from './writer/partitioner.js';
+export type { DictionaryUpdates } from './writer/dictionary-tracker.js';
 export { MemoryPool, MemoryReservation, MemoryLimitError, type Reclaimable } from './memory/memory-pool.js';
 export { partitionBufferRows, targetCapacity } from './writer/buffer-sizing.js';
 export { ShuffleReader, type OpenOptions, type ReadOptions, type ShuffleOutputSources } from './reader/shuffle-reader.js';

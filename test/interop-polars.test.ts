@@ -11,7 +11,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Table, tableToIPC, type RecordBatch } from 'apache-arrow';
+import { Dictionary, Field, Int16, makeData, RecordBatch, Schema, Struct, Table, tableToIPC, Utf8, Vector, vectorFromArray } from 'apache-arrow';
+import { nestedBatch, NESTED_SCHEMA } from '../src/cli/demo-data.js';
 import { CompressionType } from 'apache-arrow/fb/compression-type';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readIpcStream, ShuffleReader, ShuffleWriter, type CodecName, type Partitioning, type ShuffleWriteResult } from '../src/index.js';
@@ -224,5 +225,68 @@ describe.each([
     for (const view of views) expectSameRows(view.theirs, view.ours, `partition ${view.p}`);
     expect(result.partitionRows.reduce((a, b) => a + b, 0)).toBe(ROWS);
     expectSameRowSet(views.flatMap((view) => view.theirs), inputRows, 'all partitions');
+  });
+});
+
+describe('nested and dictionary columns: polars reads every partition of the nested shape', () => {
+  /** The nested bench shape plus a dictionary column whose dictionary grows between batches. */
+  function nestedInput(): RecordBatch[] {
+    const type = new Dictionary(new Utf8(), new Int16(), 1);
+    const schema = new Schema([...NESTED_SCHEMA.fields, new Field('city', type, true)]);
+    let dictionary = vectorFromArray(['Lyon', 'Oslo', 'Lima'], new Utf8());
+    return [1, 2, 3, 4].map((seed) => {
+      if (seed > 2) dictionary = new Vector([...dictionary.data, vectorFromArray([`Town${seed}`, `City${seed}`], new Utf8()).data[0]!]);
+      const base = nestedBatch(700, seed);
+      const city = makeData({ type, length: 700, data: Int16Array.from({ length: 700 }, (_, i) => (i * 7 + seed) % dictionary.length), dictionary } as never);
+      return new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: 700, nullCount: 0, children: [...base.data.children, city] }));
+    });
+  }
+
+  /** Per row: list length, struct field, dictionary value and map size (null where the row is). */
+  type Projection = [number | null, number | null, string | null, number | null];
+
+  it.each(['lz4', 'zstd', 'none'] as const)('codec %s, dictionary updates as replacements: the same lists, structs, maps and dictionary values', async (codec) => {
+    const writer = await ShuffleWriter.create({ numPartitions: NUM_PARTITIONS, partitioning: { kind: 'hash', keys: ['key'] }, outputPrefix: join(dir, `nested-${codec}`), codec, maxBatchRows: 300, dictionaryUpdates: 'replacement' });
+    for (const batch of nestedInput()) await writer.write(batch);
+    await writer.finish();
+    const reader = await ShuffleReader.open(join(dir, `nested-${codec}`));
+    try {
+      for (let p = 0; p < NUM_PARTITIONS; p++) {
+        const ours: Projection[] = [];
+        for await (const batch of reader.readPartition(p)) {
+          for (let i = 0; i < batch.numRows; i++) {
+            const tags = batch.getChild('tags')!.get(i) as { length: number } | null;
+            const person = batch.getChild('person')!.get(i) as { id: number | null } | null;
+            const attributes = batch.getChild('attributes')!.get(i) as { size: number } | null;
+            ours.push([tags?.length ?? null, person === null ? null : person.id, batch.getChild('city')!.get(i) as string | null, attributes?.size ?? null]);
+          }
+        }
+        const bytes = await reader.partitionBytes(p);
+        if (bytes.byteLength === 0) continue;
+        const df = pl.readIPCStream(asBuffer(bytes));
+        const theirs = df
+          .select(pl.col('tags').lst.lengths(), pl.col('person').struct.field('id'), pl.col('city').cast(pl.Utf8), pl.col('attributes').lst.lengths())
+          .rows() as Projection[];
+        expect(theirs.length).toBe(ours.length);
+        expect(theirs.map((r) => [r[0], r[2], r[3]])).toEqual(ours.map((r) => [r[0], r[2], r[3]]));
+        // polars keeps a null struct's field values; compare the fields of valid structs
+        expect(theirs.filter((_, i) => ours[i]![1] !== null).map((r) => r[1])).toEqual(ours.filter((r) => r[1] !== null).map((r) => r[1]));
+      }
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it('with delta dictionary updates (the default) polars refuses the stream, as it refuses deltas from any writer: the reason to choose replacements', async () => {
+    const writer = await ShuffleWriter.create({ numPartitions: 1, partitioning: { kind: 'single' }, outputPrefix: join(dir, 'nested-delta'), maxBatchRows: 300 });
+    for (const batch of nestedInput()) await writer.write(batch);
+    await writer.finish();
+    const reader = await ShuffleReader.open(join(dir, 'nested-delta'));
+    try {
+      const bytes = await reader.partitionBytes(0);
+      expect(() => pl.readIPCStream(asBuffer(bytes))).toThrow(/delta/);
+    } finally {
+      await reader.close();
+    }
   });
 });

@@ -1,6 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { ShuffleError } from '../errors.js';
 import { CODEC_NAMES, type CodecName } from '../format/codec.js';
+import type { DictionaryUpdates } from '../writer/dictionary-tracker.js';
 import { MemoryPool } from '../memory/memory-pool.js';
 import { ShuffleWriter } from '../writer/shuffle-writer.js';
 import type { ShuffleWriteResult } from '../writer/writer-options.js';
@@ -26,6 +27,7 @@ const OPTIONS = {
   key: { type: 'string', short: 'k', multiple: true },
   partitioning: { type: 'string' },
   codec: { type: 'string', short: 'c' },
+  'dictionary-updates': { type: 'string' },
   'map-id': { type: 'string' },
   'memory-limit': { type: 'string' },
   'spill-dir': { type: 'string' },
@@ -35,6 +37,7 @@ const OPTIONS = {
 } as const;
 
 const PARTITIONING_KINDS = ['hash', 'round-robin', 'single'] as const;
+const DICTIONARY_UPDATES = ['delta', 'replacement'] as const;
 
 interface WriteArgs {
   input: string;
@@ -42,6 +45,7 @@ interface WriteArgs {
   partitioning: Partitioning;
   outputPrefix: string;
   codec: CodecName;
+  dictionaryUpdates: DictionaryUpdates;
   mapId: number;
   /** bytes the writer may hold; undefined: unbounded */
   memoryLimit: number | undefined;
@@ -67,6 +71,7 @@ function parse(args: string[]): WriteArgs {
     partitioning: kind === 'hash' ? { kind, keys } : { kind },
     outputPrefix,
     codec: choiceOption(stringOption(parsed, 'codec'), 'codec', CODEC_NAMES, 'write') ?? 'lz4',
+    dictionaryUpdates: choiceOption(stringOption(parsed, 'dictionary-updates'), 'dictionary-updates', DICTIONARY_UPDATES, 'write') ?? 'delta',
     mapId: integerOption(stringOption(parsed, 'map-id'), 'map-id', 'write', 0) ?? 0,
     memoryLimit: byteSizeOption(stringOption(parsed, 'memory-limit'), 'memory-limit', 'write'),
     spillDir: spillDirOption(stringOption(parsed, 'spill-dir')),
@@ -88,6 +93,7 @@ export async function writeCommand(args: string[], ctx: CliContext): Promise<num
       partitioning: options.partitioning,
       outputPrefix: options.outputPrefix,
       codec: options.codec,
+      dictionaryUpdates: options.dictionaryUpdates,
       mapId: options.mapId,
       memoryPool: options.memoryLimit === undefined ? undefined : new MemoryPool(options.memoryLimit),
       spillDir: options.spillDir,

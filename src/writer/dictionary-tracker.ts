@@ -10,6 +10,14 @@ import { isFlat, type ColumnLayout, type DictionaryLayout } from './column-layou
 import { prepareSourceColumn, type SourceColumn } from './source-column.js';
 import { ScratchSelections, withScratchMemory } from './split-plan.js';
 
+/**
+ * How a partition's stream receives new dictionary values: `delta` sends only
+ * them (a delta dictionary batch, the smallest; polars cannot read deltas),
+ * `replacement` sends the whole dictionary again (a non-delta batch, which
+ * every Arrow stream reader accepts).
+ */
+export type DictionaryUpdates = 'delta' | 'replacement';
+
 /** One dictionary id: the values all partitions' streams share, and how far each stream has received them. */
 interface DictionaryState {
   readonly layout: DictionaryLayout;
@@ -17,8 +25,14 @@ interface DictionaryState {
   epoch: number;
   /** values so far in this epoch */
   length: number;
-  /** this epoch's dictionary batches in order: the first replaces any earlier dictionary, the others are deltas */
+  /**
+   * this epoch's dictionary batches in order. Deltas: the first replaces any
+   * earlier dictionary, the others append to it. Replacements: each holds
+   * every value so far.
+   */
   chunks: Promise<EncodedMessage>[];
+  /** replacements only: every value so far, gathered compactly */
+  values: ColumnBuffer | null;
   /** the input dictionary the last batch brought, and where its values are (null: at their own indices) */
   input: Vector | null;
   remap: Int32Array | null;
@@ -64,6 +78,7 @@ export class DictionaryTracker {
     private readonly reservation: MemoryReservation,
     private readonly codec: Codec | null,
     private readonly policy: CompressionPolicy = STORE_RAW,
+    private readonly updates: DictionaryUpdates = 'delta',
   ) {
     for (const layout of layouts) {
       if (this.states.has(layout.id)) continue; // fields sharing a dictionary share its state
@@ -72,6 +87,7 @@ export class DictionaryTracker {
         epoch: 0,
         length: 0,
         chunks: [],
+        values: null,
         input: null,
         remap: null,
         sentEpoch: new Int32Array(numPartitions).fill(-1),
@@ -83,11 +99,6 @@ export class DictionaryTracker {
 
   get size(): number {
     return this.states.size;
-  }
-
-  /** Bytes of the per-partition bookkeeping, which the writer reserves with its other fixed-size arrays. */
-  static bookkeepingBytes(dictionaries: number, numPartitions: number): number {
-    return dictionaries * numPartitions * 8;
   }
 
   /**
@@ -122,6 +133,8 @@ export class DictionaryTracker {
     s.epoch++;
     s.length = 0;
     s.chunks = [];
+    if (s.values !== null) this.unhold(s.values.release());
+    s.values = null;
     s.input = null;
     s.remap = null;
   }
@@ -139,7 +152,11 @@ export class DictionaryTracker {
         s.sentEpoch[p] = s.epoch;
         s.sentChunks[p] = 0;
       }
-      for (let c = s.sentChunks[p]!; c < s.chunks.length; c++) out.push(s.chunks[c]!);
+      if (this.updates === 'replacement') {
+        if (s.sentChunks[p]! < s.chunks.length) out.push(s.chunks[s.chunks.length - 1]!); // the latest holds every value
+      } else {
+        for (let c = s.sentChunks[p]!; c < s.chunks.length; c++) out.push(s.chunks[c]!);
+      }
       s.sentChunks[p] = s.chunks.length;
     }
     return out;
@@ -161,21 +178,24 @@ export class DictionaryTracker {
 
   /**
    * Encodes values [from, to) of `dictionary` as the state's next dictionary
-   * batch. They are first gathered into one compact buffer (the input may be
-   * sliced, chunked, padded), encoded (compressed), then kept as one array.
+   * batch (with replacements: all values so far). They are first gathered into
+   * one compact buffer (the input may be sliced, chunked, padded), encoded
+   * (compressed), then kept as one array.
    */
   private async appendChunk(s: DictionaryState, dictionary: Vector, from: number, to: number): Promise<void> {
-    const column = new ColumnBuffer(s.layout.values);
-    const rows = to - from;
+    const replacing = this.updates === 'replacement';
+    const column = replacing ? (s.values ??= new ColumnBuffer(s.layout.values)) : new ColumnBuffer(s.layout.values);
+    const before = replacing ? s.length : 0;
+    const rows = before + to - from;
     try {
-      let filled = 0;
+      let filled = before;
       let chunkStart = 0;
       for (const data of dictionary.data as Data[]) {
         const a = Math.max(from, chunkStart) - chunkStart;
         const b = Math.min(to, chunkStart + data.length) - chunkStart;
         chunkStart += data.length;
         if (b <= a) continue;
-        await this.append(column, prepareSourceColumn(data, s.layout.values), a, b, filled, rows);
+        await this.append(column, prepareSourceColumn(data, s.layout.values), a, b, filled, Math.max(rows, Math.ceil(column.capacity * 1.5)));
         filled += b - a;
       }
       const nodes: FieldNodeInfo[] = [];
@@ -183,7 +203,7 @@ export class DictionaryTracker {
       column.snapshot(rows, nodes, buffers, false);
       const bound = compressionBound(column.snapshotBytes(rows));
       await this.hold(bound);
-      const target = { id: s.layout.id, isDelta: s.chunks.length > 0 };
+      const target = { id: s.layout.id, isDelta: !replacing && s.chunks.length > 0 };
       const encoded = await encodeRecordBatchMessage(rows, nodes, buffers, this.codec, this.codec === null ? undefined : this.policy, target);
       // one compact copy, so the gathered values (and any compressor output) can go
       const bytes = new Uint8Array(encoded.byteLength);
@@ -195,7 +215,7 @@ export class DictionaryTracker {
       s.chunks.push(Promise.resolve({ chunks: [bytes], byteLength: bytes.byteLength }));
       this.unhold(bound - bytes.byteLength);
     } finally {
-      this.unhold(column.release());
+      if (!replacing) this.unhold(column.release());
     }
   }
 

@@ -136,6 +136,7 @@ export class ShuffleWriter implements Reclaimable {
       resizeThreshold: options.resizeThreshold ?? DEFAULT_RESIZE_THRESHOLD,
       mergeThreshold: options.mergeThreshold ?? DEFAULT_MERGE_THRESHOLD,
       compressionMinRows: options.compressionMinRows ?? DEFAULT_COMPRESSION_MIN_ROWS,
+      dictionaryUpdates: options.dictionaryUpdates ?? 'delta',
     };
     this.codec = codecByName(options.codec ?? 'lz4');
     this.output = output;
@@ -406,7 +407,7 @@ export class ShuffleWriter implements Reclaimable {
     this.nestedBytesSeen = this.outputColumns.map(() => 0);
     const dictionaries = this.layouts.flatMap((layout) => dictionaryLayouts(layout));
     if (dictionaries.length > 0) {
-      this.dictionaries = new DictionaryTracker(dictionaries, this.options.numPartitions, this.reservation, this.codec, this.advisor);
+      this.dictionaries = new DictionaryTracker(dictionaries, this.options.numPartitions, this.reservation, this.codec, this.advisor, this.options.dictionaryUpdates);
     }
     this.partitioner = createPartitioner(this.options.partitioning, schema, this.options.numPartitions, this.options.mapId);
     this.inputSchema = schema;

@@ -3,6 +3,7 @@ import { ShuffleError } from '../errors.js';
 import type { CodecName } from '../format/codec.js';
 import type { OutputPaths } from '../format/output-files.js';
 import type { MemoryPool } from '../memory/memory-pool.js';
+import type { DictionaryUpdates } from './dictionary-tracker.js';
 import type { Partitioning } from './partitioner.js';
 
 /** What a ShuffleWriter is asked to do, its defaults, and what it reports when it finishes. */
@@ -63,6 +64,12 @@ export interface ShuffleWriterOptions {
   mergeThreshold?: number;
   /** Batches with fewer rows are stored uncompressed (default 100, spark.gluten.sql.columnar.shuffle.compression.threshold). */
   compressionMinRows?: number;
+  /**
+   * How a partition's stream receives dictionary values that later input batches bring:
+   * `delta` (default) sends only the new values as delta dictionary batches; `replacement`
+   * sends the whole dictionary again, for readers without delta support (polars).
+   */
+  dictionaryUpdates?: DictionaryUpdates;
 }
 
 export interface ShuffleWriteResult {
@@ -111,6 +118,9 @@ export function validateOptions(options: ShuffleWriterOptions): void {
   }
   if (options.mapId !== undefined && !Number.isSafeInteger(options.mapId)) {
     throw new ShuffleError('CS_INVALID_ARGUMENT', `mapId must be an integer, got ${String(options.mapId)}`);
+  }
+  if (options.dictionaryUpdates !== undefined && options.dictionaryUpdates !== 'delta' && options.dictionaryUpdates !== 'replacement') {
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `dictionaryUpdates must be "delta" or "replacement", got ${JSON.stringify(options.dictionaryUpdates)}`);
   }
   if (typeof options.outputPrefix !== 'string' || options.outputPrefix.length === 0) {
     throw new ShuffleError('CS_INVALID_ARGUMENT', 'outputPrefix must be a non-empty path');
