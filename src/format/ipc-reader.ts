@@ -1,5 +1,5 @@
 import { makeData, RecordBatch, Struct, Vector, type Data, type DataType, type Schema } from 'apache-arrow';
-import { MessageHeader, MetadataVersion } from 'apache-arrow/enum';
+import { MessageHeader, MetadataVersion, Type } from 'apache-arrow/enum';
 import {
   BufferRegion,
   FieldNode,
@@ -55,6 +55,10 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
       } catch (cause) {
         throw messages.corrupt(`cannot assemble the record batch: ${(cause as Error).message}`, start, cause);
       }
+      // arrow-js re-derives the batch's schema and merges fields of the same name: the columns would no longer match it
+      if (batch.schema.fields.some((field, c) => field.type !== schema.fields[c]?.type)) {
+        throw messages.corrupt('the schema has several columns of the same name, which arrow-js cannot hold apart', start);
+      }
       yield batch;
     } else if (message.headerType === MessageHeader.DictionaryBatch) {
       const header = next.header as DictionaryBatchHeader;
@@ -88,6 +92,8 @@ function assertUsableSchema(schema: Schema, messages: MessageCursor): void {
       }
       if (type.bitWidth !== undefined && !BIT_WIDTHS.has(type.bitWidth)) return `field "${field.name}" has a bit width of ${type.bitWidth}`;
       if (type.listSize !== undefined && !(Number.isInteger(type.listSize) && type.listSize >= 0)) return `field "${field.name}" has a list size of ${type.listSize}`;
+      const shape = nestedShapeProblem(field.type);
+      if (shape !== null) return `field "${field.name}" as ${shape}`;
       const inner = problem(field.type.children ?? []);
       if (inner !== null) return inner;
     }
@@ -95,6 +101,27 @@ function assertUsableSchema(schema: Schema, messages: MessageCursor): void {
   };
   const found = problem(schema.fields);
   if (found !== null) throw messages.corrupt(`the schema message describes ${found}`, 0);
+}
+
+/** What is wrong with a nested type's children (arrow-js assumes their shape without checking), or null. */
+function nestedShapeProblem(type: Schema['fields'][number]['type']): string | null {
+  const children = type.children ?? [];
+  switch (type.typeId) {
+    case Type.List:
+    case Type.LargeList:
+    case Type.FixedSizeList:
+      return children.length === 1 ? null : `a list with ${children.length} child fields`;
+    case Type.Map: {
+      const entries = children[0]?.type;
+      return children.length === 1 && entries?.typeId === Type.Struct && entries.children.length === 2 ? null : 'a map whose entries are not a struct of key and value';
+    }
+    case Type.Union: {
+      const typeIds = (type as { typeIds?: ArrayLike<number> }).typeIds;
+      return typeIds !== undefined && typeIds !== null && typeIds.length === children.length ? null : `a union of ${children.length} children with ${typeIds?.length ?? 0} type ids`;
+    }
+    default:
+      return null;
+  }
 }
 
 const BIT_WIDTHS = new Set([1, 8, 16, 32, 64, 128, 256]);
