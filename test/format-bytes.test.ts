@@ -18,11 +18,11 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32c } from '@node-rs/crc32';
-import { Bool, Int32, Int64, makeData, RecordBatch, Schema, Field, Struct, Utf8, type Data } from 'apache-arrow';
+import { Bool, Dictionary, Int32, Int64, List, makeData, RecordBatch, Schema, Field, Struct, Utf8, Vector, type Data } from 'apache-arrow';
 import { MessageHeader } from 'apache-arrow/enum';
 import { BodyCompressionMethod } from 'apache-arrow/fb/body-compression-method';
 import { CompressionType } from 'apache-arrow/fb/compression-type';
-import { Message, type RecordBatch as RecordBatchHeader } from 'apache-arrow/ipc/metadata/message';
+import { Message, type DictionaryBatch as DictionaryBatchHeader, type RecordBatch as RecordBatchHeader } from 'apache-arrow/ipc/metadata/message';
 import { decompressFrame } from 'lz4-napi';
 import * as zstd from 'zstd-napi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -808,5 +808,59 @@ describe('atomic commit', () => {
     expect(await listing(first.dir)).toEqual(['out.checksum.CRC32C', 'out.data', 'out.index']);
     expect((await stat(result.paths.data)).size).toBe(result.bytesWritten);
     expect(result.bytesWritten).not.toBe(first.result.bytesWritten);
+  });
+});
+
+// ---------------------------------------------------------------------------
+// Nested columns and dictionary batches (docs/FORMAT.md's worked examples)
+// ---------------------------------------------------------------------------
+
+describe('nested columns and dictionary batches, byte by byte', () => {
+  async function singlePartition(batch: RecordBatch, codec: CodecName): Promise<ParsedStream> {
+    const dir = await freshDir();
+    const writer = await ShuffleWriter.create({ numPartitions: 1, partitioning: { kind: 'single' }, outputPrefix: join(dir, 'out'), codec, compressionMinRows: 0 });
+    await writer.write(batch);
+    await writer.finish();
+    const bytes = new Uint8Array(await readFile(join(dir, 'out.data')));
+    return parseStream(bytes, 'partition 0');
+  }
+
+  it.each(['none', 'lz4'] as const)('codec %s: a List<Int32> column [1, 2], null, [3] is its validity and offsets, then its child, as the worked example says', async (codec) => {
+    const type = new List(new Field('item', new Int32(), true));
+    const child = makeData({ type: new Int32(), length: 3, data: Int32Array.of(1, 2, 3) });
+    const list = makeData({ type, length: 3, nullCount: 1, nullBitmap: Uint8Array.of(0b101), valueOffsets: Int32Array.of(0, 2, 2, 3), child });
+    const schema = new Schema([new Field('l', type, true)]);
+    const stream = await singlePartition(new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: 3, nullCount: 0, children: [list] })), codec);
+    const [batch] = recordBatches(stream);
+    const header = headerOf(batch!);
+    expect(header.nodes.map((n) => [Number(n.length), Number(n.nullCount)])).toEqual([[3, 1], [3, 0]]);
+    const buffers = await bodyBuffers(batch!, codec, 'the list batch');
+    expect(buffers.map((b) => Array.from(b.bytes))).toEqual([
+      [0b101],
+      [0, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0],
+      [],
+      [1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0],
+    ]);
+  });
+
+  it('a dictionary column: the schema names the dictionary id, a dictionary batch (not a delta) holds the values, the record batch the indices', async () => {
+    const type = new Dictionary(new Utf8(), new Int32(), 42);
+    const values = makeData({ type: new Utf8(), length: 2, valueOffsets: Int32Array.of(0, 1, 3), data: Uint8Array.of(0x61, 0x62, 0x63) });
+    const column = makeData({ type, length: 3, data: Int32Array.of(1, 0, 1), dictionary: new Vector([values]) } as never);
+    const schema = new Schema([new Field('d', type, true)]);
+    const stream = await singlePartition(new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: 3, nullCount: 0, children: [column] })), 'none');
+    expect(stream.messages.map((m) => m.message.headerType)).toEqual([MessageHeader.Schema, MessageHeader.DictionaryBatch, MessageHeader.RecordBatch]);
+    const decodedSchema = stream.messages[0]!.message.header() as Schema;
+    expect((decodedSchema.fields[0]!.type as Dictionary).id).toBe(42);
+    const dictionary = stream.messages[1]!;
+    const dictionaryHeader = dictionary.message.header() as DictionaryBatchHeader;
+    expect(dictionaryHeader.id).toBe(42);
+    expect(dictionaryHeader.isDelta).toBe(false);
+    expect(Number(dictionaryHeader.data.length)).toBe(2);
+    const regions = dictionaryHeader.data.buffers;
+    const at = (i: number) => Array.from(dictionary.body.subarray(regions[i]!.offset, regions[i]!.offset + regions[i]!.length));
+    expect([at(0), at(1), at(2)]).toEqual([[], [0, 0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 0], [0x61, 0x62, 0x63]]);
+    const batch = await bodyBuffers(stream.messages[2]!, 'none', 'the indices batch');
+    expect(batch.map((b) => Array.from(b.bytes))).toEqual([[], [1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0]]);
   });
 });

@@ -265,6 +265,12 @@ export class ColumnBuffer {
    */
   snapshot(rows: number, nodes: FieldNodeInfo[], buffers: Uint8Array[], copy = true): void {
     const take = (array: Uint8Array, bytes: number) => (copy ? array.slice(0, bytes) : array.subarray(0, bytes));
+    // bits past the last row are zeroed, as the Arrow format recommends (they hold 1s and stale rows here)
+    const bitmap = (array: Uint8Array) => {
+      const out = take(array, (rows + 7) >>> 3);
+      if ((rows & 7) !== 0) out[out.length - 1]! &= (1 << (rows & 7)) - 1;
+      return out;
+    };
     const { layout } = this;
     if (layout.kind === 'null') {
       nodes.push({ length: rows, nullCount: rows });
@@ -277,10 +283,10 @@ export class ColumnBuffer {
     } else {
       const nullCount = this.validity === null ? 0 : countZeroBits(this.validity, rows);
       nodes.push({ length: rows, nullCount });
-      buffers.push(nullCount === 0 ? EMPTY : take(this.validity!, (rows + 7) >>> 3));
+      buffers.push(nullCount === 0 ? EMPTY : bitmap(this.validity!));
       switch (layout.kind) {
         case 'bool':
-          buffers.push(take(this.values, (rows + 7) >>> 3));
+          buffers.push(bitmap(this.values));
           break;
         case 'fixed-width':
           buffers.push(take(this.values, rows * layout.byteWidth));
