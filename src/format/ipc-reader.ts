@@ -117,7 +117,10 @@ function nestedShapeProblem(type: Schema['fields'][number]['type']): string | nu
     }
     case Type.Union: {
       const typeIds = (type as { typeIds?: ArrayLike<number> }).typeIds;
-      return typeIds !== undefined && typeIds !== null && typeIds.length === children.length ? null : `a union of ${children.length} children with ${typeIds?.length ?? 0} type ids`;
+      if (typeIds === undefined || typeIds === null || typeIds.length !== children.length) return `a union of ${children.length} children with ${typeIds?.length ?? 0} type ids`;
+      const ids = Array.from(typeIds);
+      if (ids.some((id) => !(Number.isInteger(id) && id >= 0 && id < 128)) || new Set(ids).size !== ids.length) return `a union with type ids ${ids.join(', ')} (they must be distinct, in [0, 128))`;
+      return null;
     }
     default:
       return null;
