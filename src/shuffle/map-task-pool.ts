@@ -101,6 +101,8 @@ interface TaskRun {
   worker: PooledWorker | null;
   settled: boolean;
   terminating: boolean;
+  /** set when an abort was asked for: a thread that does not answer in time is terminated */
+  aborting: boolean;
   inputError: unknown;
   resolve(status: MapStatus): void;
   reject(error: Error): void;
@@ -113,6 +115,9 @@ interface PooledWorker {
   error: Error | null;
   exited: Promise<void>;
 }
+
+/** How long an aborted task's thread may take to abort its writer before it is terminated. */
+const ABORT_GRACE_MS = 2000;
 
 // From the TypeScript sources (tests, tsx) the worker needs tsx registered first; see dev-worker-bootstrap.mjs.
 const FROM_SOURCE = import.meta.url.endsWith('.ts');
@@ -175,6 +180,7 @@ export class MapTaskPool {
       worker: null,
       settled: false,
       terminating: false,
+      aborting: false,
       inputError: undefined,
       resolve,
       reject,
@@ -356,6 +362,11 @@ export class MapTaskPool {
       // the thread's pending file operations have completed by its 'exit' event, so nothing reappears after this
       let cleanupError: unknown;
       await discardMapOutput(run.spec.dir, run.spec.id, { spillRoot: run.spec.spillRoot }).catch((error: unknown) => (cleanupError = error));
+      if (run.aborting && !run.terminating) {
+        this.settle(run, new ShuffleError('CS_ABORTED', 'the map task was aborted (its thread did not stop in time and was terminated)', idLocation(run.spec.id)));
+        this.schedule();
+        return;
+      }
       const why = run.terminating ? 'was terminated' : pooled.error !== null ? `crashed: ${pooled.error.message}` : `exited with code ${code}`;
       const cause = pooled.error ?? cleanupError;
       this.settle(run, new ShuffleError('CS_WORKER_EXITED', `the worker thread running the map task ${why}`, idLocation(run.spec.id), cause === undefined ? undefined : { cause }));
@@ -369,7 +380,15 @@ export class MapTaskPool {
       this.settle(run, new ShuffleError('CS_ABORTED', 'the map task was aborted before it started', idLocation(run.spec.id)));
       return;
     }
-    this.post(run.worker, { type: 'abort' });
+    run.aborting = true;
+    const worker = run.worker;
+    this.post(worker, { type: 'abort' });
+    // a transform busy in a synchronous loop cannot see the abort: its thread is ended instead
+    const timer = setTimeout(() => {
+      if (!run.settled && worker.run === run) void worker.worker.terminate();
+    }, ABORT_GRACE_MS);
+    timer.unref();
+    void run.done.then(() => clearTimeout(timer));
   }
 
   private release(pooled: PooledWorker): void {

@@ -62,6 +62,8 @@ interface Running {
   input: InputQueue;
   schema: Schema | null;
   aborted: ShuffleError | null;
+  /** rejects the transform step being awaited: an abort does not wait for a transform that is stuck */
+  interrupt: ((error: unknown) => void) | null;
 }
 
 let running: Running | null = null;
@@ -69,7 +71,7 @@ let running: Running | null = null;
 port.on('message', (message: HostMessage) => {
   switch (message.type) {
     case 'start': {
-      const task: Running = { input: new InputQueue(), schema: null, aborted: null };
+      const task: Running = { input: new InputQueue(), schema: null, aborted: null, interrupt: null };
       running = task;
       void runTask(task, message.task, message.memoryBytes).finally(() => {
         if (running === task) running = null;
@@ -94,6 +96,7 @@ port.on('message', (message: HostMessage) => {
       if (running !== null) {
         running.aborted = new ShuffleError('CS_ABORTED', 'the map task was aborted');
         running.input.fail(running.aborted);
+        running.interrupt?.(running.aborted);
       }
       return;
   }
@@ -119,10 +122,12 @@ async function runTask(running: Running, task: WorkerTask, memoryBytes: number):
     });
     let rows = 0;
     let batches = 0;
-    for await (const batch of transform(running.input, task.transform?.args)) {
-      if (running.aborted !== null) throw running.aborted;
-      await writer.write(batch);
-      rows += batch.numRows;
+    const output = iterate(transform(running.input, task.transform?.args));
+    for (;;) {
+      const next = await interruptible(running, output);
+      if (next.done) break;
+      await writer.write(next.value);
+      rows += next.value.numRows;
       batches++;
       send({ type: 'progress', rows, batches });
     }
@@ -133,6 +138,33 @@ async function runTask(running: Running, task: WorkerTask, memoryBytes: number):
     running.input.fail(error); // stops a transform still reading, so nothing keeps running
     await writer?.abort().catch(() => undefined);
     send({ type: 'failed', error: serializeError(error) });
+  }
+}
+
+type Output = AsyncIterator<RecordBatch> | Iterator<RecordBatch>;
+
+function iterate(output: AsyncIterable<RecordBatch> | Iterable<RecordBatch>): Output {
+  if (Symbol.asyncIterator in output) return (output as AsyncIterable<RecordBatch>)[Symbol.asyncIterator]();
+  return (output as Iterable<RecordBatch>)[Symbol.iterator]();
+}
+
+/**
+ * The transform's next batch, or the abort's error as soon as the task is
+ * aborted (one fresh promise per step: nothing piles up on a long-lived one).
+ * An interrupted transform is told to return but not waited for.
+ */
+async function interruptible(running: Running, output: Output): Promise<IteratorResult<RecordBatch>> {
+  if (running.aborted !== null) throw running.aborted;
+  try {
+    return await new Promise<IteratorResult<RecordBatch>>((resolve, reject) => {
+      running.interrupt = reject;
+      Promise.resolve(output.next()).then(resolve, reject);
+    });
+  } catch (error) {
+    if (error === running.aborted) void Promise.resolve(output.return?.()).catch(() => undefined);
+    throw error;
+  } finally {
+    running.interrupt = null;
   }
 }
 
