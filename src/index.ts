@@ -53,4 +53,4 @@ export {
   type MapTaskProgress,
   type MapTaskRunOptions,
 } from './shuffle/map-task-pool.js';
-export type { MapTransform } from './shuffle/worker-protocol.js';
+export type { MapTransform, MapTaskWriterSpec } from './shuffle/worker-protocol.js';

@@ -65,7 +65,3 @@ export function assertMapOutputId(id: MapOutputId): void {
 export function idLocation(id: MapOutputId): ErrorLocation {
   return { shuffle: id.shuffleId, map: id.mapId, attempt: id.attempt };
 }
-
-export function sameMapOutputId(a: MapOutputId, b: MapOutputId): boolean {
-  return a.shuffleId === b.shuffleId && a.mapId === b.mapId && a.attempt === b.attempt;
-}

@@ -3,14 +3,12 @@ import { pathToFileURL } from 'node:url';
 import { Worker, type ResourceLimits } from 'node:worker_threads';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { deserializeError, ShuffleError } from '../errors.js';
-import type { CodecName } from '../format/codec.js';
 import { encodeSchemaMessage } from '../format/ipc-message.js';
-import type { Partitioning } from '../writer/partitioner.js';
 import { batchToTransferable, type TransferMode } from './batch-transfer.js';
 import { assertMapOutputId, idLocation, type MapOutputId } from './map-output-id.js';
 import type { MapStatus } from './map-status.js';
 import { discardMapOutput } from './shuffle-files.js';
-import { TRANSFER_WINDOW, type HostMessage, type WorkerMessage, type WorkerTask } from './worker-protocol.js';
+import { TRANSFER_WINDOW, type HostMessage, type MapTaskWriterSpec, type WorkerMessage, type WorkerTask } from './worker-protocol.js';
 
 export interface MapTaskPoolOptions {
   /** Worker threads, i.e. map tasks that run at once (an integer >= 1). */
@@ -27,17 +25,7 @@ export interface MapTaskPoolOptions {
   resourceLimits?: ResourceLimits;
 }
 
-export interface MapTaskSpec {
-  /** The shuffle directory, the attempt's id and its spill root (see MapOutputWriterOptions). */
-  dir: string;
-  id: MapOutputId;
-  spillRoot?: string;
-  numPartitions: number;
-  partitioning: Partitioning;
-  codec?: CodecName;
-  maxBatchRows?: number;
-  mergeThreshold?: number;
-  compressionMinRows?: number;
+export interface MapTaskSpec extends MapTaskWriterSpec {
   /** The schema of the batches written (the transform's output): needed when the task may write none. */
   outputSchema?: Schema;
   /**

@@ -33,8 +33,9 @@ export type MapTransform = (input: AsyncIterable<RecordBatch>, args: unknown) =>
 /** Batches sent but not yet pulled by the worker's transform: bounds the memory in flight between threads. */
 export const TRANSFER_WINDOW = 2;
 
-/** The structured-clone form of a MapTaskSpec. */
-export interface WorkerTask {
+/** What a map task's writer is told: plain data, it crosses to the worker as it is. */
+export interface MapTaskWriterSpec {
+  /** The shuffle directory, the attempt's id and its spill root (see MapOutputWriterOptions). */
   dir: string;
   id: MapOutputId;
   spillRoot?: string;
@@ -44,6 +45,10 @@ export interface WorkerTask {
   maxBatchRows?: number;
   mergeThreshold?: number;
   compressionMinRows?: number;
+}
+
+/** The structured-clone form of a MapTaskSpec. */
+export interface WorkerTask extends MapTaskWriterSpec {
   /** IPC schema message of the batches the transform yields (needed when it may yield none) */
   outputSchema?: Uint8Array;
   transform?: { module: string; export: string; args: unknown };
