@@ -12,8 +12,9 @@ import { readdirSync } from 'node:fs';
 import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { Float64, Int64, Table, tableToIPC, Utf8, vectorFromArray } from 'apache-arrow';
+import { MapTaskPool } from 'columnar-shuffle';
 import { runJob, type Fault } from '../examples/job-runner/dag.js';
 import { generatedOrders } from '../examples/job-runner/data.js';
 import { checkJoin, checkOrdersPerCustomer, joinJob, joinReference, ordersPerCustomerJob, ordersPerCustomerReference } from '../examples/job-runner/jobs.js';
@@ -24,6 +25,14 @@ const SHAPE = { maps: 4, partitions: 4 };
 const MAP_STAGE = 'map (partial aggregate)';
 
 let dir: string;
+/** one pool for every job of this file: a thread takes seconds to start from the sources */
+let pool: MapTaskPool;
+beforeAll(() => {
+  pool = new MapTaskPool({ threads: 2 });
+});
+afterAll(async () => {
+  await pool.close();
+});
 beforeEach(async () => {
   dir = await makeTempDir('cs-job-');
 });
@@ -56,6 +65,7 @@ describe('job 1: orders per customer, two-phase aggregate', () => {
     const result = await runJob(ordersPerCustomerJob(source, SHAPE), {
       dir,
       threads: 2,
+      pool,
       faults,
       onStage: ({ stage, phase }) => {
         if (stage.startsWith('reduce') && phase === 'start') atReduce = readdirSync(dir).sort();
@@ -92,6 +102,7 @@ describe('job 1: orders per customer, two-phase aggregate', () => {
     const result = await runJob(ordersPerCustomerJob(source, SHAPE), {
       dir,
       threads: 2,
+      pool,
       pipelined: true,
       faults: [{ stage: MAP_STAGE, task: 0, attempt: 0, kind: 'terminate' }],
       onStage: ({ stage, phase }) => void events.push(`${stage.split(' ')[0]} ${phase}`),
@@ -105,7 +116,7 @@ describe('job 1: orders per customer, two-phase aggregate', () => {
     const source = generatedOrders(20_000, 500, 9);
     const faults: Fault[] = [0, 1, 2].map((attempt) => ({ stage: MAP_STAGE, task: 1, attempt, kind: 'throw' }));
     const started = performance.now();
-    await expect(runJob(ordersPerCustomerJob(source, SHAPE), { dir, threads: 2, faults, maxAttempts: 3, pipelined: true })).rejects.toMatchObject({
+    await expect(runJob(ordersPerCustomerJob(source, SHAPE), { dir, threads: 2, pool, faults, maxAttempts: 3, pipelined: true })).rejects.toMatchObject({
       code: 'CS_MAP_TASK_FAILED',
       where: { shuffle: 0, map: 1, attempt: 2 },
     });
@@ -120,6 +131,7 @@ describe('job 2: shuffle hash join', () => {
     const result = await runJob(joinJob(orders, 3_000, { ...SHAPE, customerMaps: 2 }), {
       dir,
       threads: 2,
+      pool,
       faults: [{ stage: 'map orders', task: 2, attempt: 0, kind: 'throw' }],
     });
     const reference = joinReference(orders, 3_000, SHAPE.maps);

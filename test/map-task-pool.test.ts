@@ -128,11 +128,10 @@ describe('memory', () => {
     const small = new MapTaskPool({ threads: 2, memoryBytes: 2 * 1024 * 1024 });
     try {
       expect(small.memoryPerTask).toBe(1024 * 1024);
-      const statuses = await Promise.all([0, 1].map((m) => small.run(spec(10 + m, 0, { numPartitions: 16 }), batches(8, 8192, 10 + m)).status));
-      for (const status of statuses) {
-        expect(status.metrics.spills, 'a 1 MiB share must make the writer spill').toBeGreaterThan(0);
-        expect(status.metrics.peakMemoryBytes).toBeLessThanOrEqual(1024 * 1024);
-      }
+      // one task is enough (and starts one thread): its writer's pool is its share, not the whole budget
+      const status = await small.run(spec(10, 0, { numPartitions: 16 }), batches(8, 8192, 10)).status;
+      expect(status.metrics.spills, 'a 1 MiB share must make the writer spill').toBeGreaterThan(0);
+      expect(status.metrics.peakMemoryBytes).toBeLessThanOrEqual(1024 * 1024);
     } finally {
       await small.close();
     }
@@ -177,7 +176,7 @@ describe('a map task that ends early leaves nothing behind', () => {
   test('terminated at whatever point a spilling write has reached: committed and whole, or gone', async () => {
     const share = new MapTaskPool({ threads: 1, memoryBytes: 1024 * 1024 });
     try {
-      for (const afterBatches of [1, 4, 7]) {
+      for (const afterBatches of [1, 6]) {
         let task: ReturnType<MapTaskPool['run']> | null = null;
         task = share.run(spec(22, afterBatches, { numPartitions: 16 }), batches(8, 8192, 22), {
           onProgress: (p) => {

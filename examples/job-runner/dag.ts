@@ -74,6 +74,8 @@ export interface RunOptions {
   threads: number;
   /** The map tasks' memory budget, split evenly over the threads. */
   memoryBytes?: number;
+  /** Run the map tasks in this pool (a runner that lives longer than one job keeps its threads) instead of a new one of `threads` and `memoryBytes`. */
+  pool?: MapTaskPool;
   /** Attempts per task before the job fails (default 4). */
   maxAttempts?: number;
   /** Start the reducers with the map tasks: they read outputs as they commit. */
@@ -125,15 +127,16 @@ export async function runJob<T, R>(job: Job<T, R>, options: RunOptions): Promise
   const maxAttempts = options.maxAttempts ?? 4;
   const progress = options.progress ?? SILENT;
   const tracker = new MapOutputTracker();
-  const pool = new MapTaskPool({ threads: options.threads, memoryBytes: options.memoryBytes });
+  const pool = options.pool ?? new MapTaskPool({ threads: options.threads, memoryBytes: options.memoryBytes });
   const cancel = new AbortController();
+  const running: MapTask[] = [];
   const reports = new Map<string, StageReport>();
   let removedFiles = 0;
   let result: JobResult<R>;
   for (const stage of job.maps) tracker.registerShuffle(stage.shuffleId, stage.tasks);
   try {
     const mapStages = job.maps.map((stage) =>
-      runMapStage(stage, { pool, tracker, cancel, maxAttempts, progress, options, report: newReport(reports, stage.name, 'map', stage.tasks) }).catch((error: unknown) => {
+      runMapStage(stage, { pool, running, tracker, cancel, maxAttempts, progress, options, report: newReport(reports, stage.name, 'map', stage.tasks) }).catch((error: unknown) => {
         tracker.failShuffle(stage.shuffleId, error); // pipelined reducers stop waiting
         cancel.abort();
         throw error;
@@ -156,7 +159,8 @@ export async function runJob<T, R>(job: Job<T, R>, options: RunOptions): Promise
     throw error;
   } finally {
     progress.done();
-    await pool.close();
+    if (options.pool === undefined) await pool.close();
+    else await Promise.all(running.map((task) => task.status.catch(() => undefined))); // a failed job's tasks end before its files go
     if (!options.keepFiles) for (const stage of job.maps) removedFiles += (await removeShuffleFiles(options.dir, stage.shuffleId)).length;
   }
   result.removedFiles = removedFiles;
@@ -172,7 +176,7 @@ interface StageContext {
   report: StageReport;
 }
 
-async function runMapStage(stage: MapStage, ctx: StageContext & { pool: MapTaskPool }): Promise<void> {
+async function runMapStage(stage: MapStage, ctx: StageContext & { pool: MapTaskPool; running: MapTask[] }): Promise<void> {
   const { report } = ctx;
   const started = performance.now();
   await ctx.options.onStage?.({ stage: stage.name, phase: 'start' });
@@ -209,6 +213,7 @@ async function runMapStage(stage: MapStage, ctx: StageContext & { pool: MapTaskP
           },
         );
         report.attempts++;
+        ctx.running.push(handle);
         const status = await handle.status;
         if (fault?.kind === 'zombie') {
           // the attempt committed, but the runner lost it (a lost executor, a stale stage attempt): it is not

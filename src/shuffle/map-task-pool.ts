@@ -241,9 +241,10 @@ export class MapTaskPool {
     run.worker = pooled;
     pooled.worker.ref();
     this.post(pooled, { type: 'start', task: run.task, memoryBytes: this.memoryPerTask });
-    const source = iterate(run.input);
+    let source: AsyncIterator<RecordBatch> | Iterator<RecordBatch> | null = null;
     let schema: Schema | null = null;
     try {
+      source = iterate(run.input);
       for (;;) {
         while (run.inFlight >= TRANSFER_WINDOW && !run.settled) await new Promise<void>((resolve) => (run.credit = resolve));
         if (run.settled) return;
@@ -259,12 +260,12 @@ export class MapTaskPool {
       }
       if (!run.settled) this.post(pooled, { type: 'end' });
     } catch (error) {
-      // the input failed: the worker aborts its writer and answers `failed`
+      // the input failed (or was not an iterable of batches): the worker aborts its writer and answers `failed`
       run.inputError = error;
       if (!run.settled) this.post(pooled, { type: 'abort' });
     } finally {
       try {
-        await source.return?.(); // lets a generator producing the input run its finally blocks
+        await source?.return?.(); // lets a generator producing the input run its finally blocks
       } catch {
         // the input's own cleanup failing does not change the task's outcome
       }
