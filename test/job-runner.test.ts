@@ -19,6 +19,7 @@ import { runJob, type Fault } from '../examples/job-runner/dag.js';
 import { generatedOrders } from '../examples/job-runner/data.js';
 import { checkJoin, checkOrdersPerCustomer, joinJob, joinReference, ordersPerCustomerJob, ordersPerCustomerReference } from '../examples/job-runner/jobs.js';
 import { main } from '../examples/job-runner/main.js';
+import { progressBoard, renderLine } from '../examples/job-runner/progress.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
 
 const SHAPE = { maps: 4, partitions: 4 };
@@ -184,5 +185,38 @@ describe('the command line', () => {
     expect(text).toMatch(/input sent to the worker threads: 0 B moved, [\d.]+ KiB copied/);
     expect(text).toContain('check     verified');
     expect((await readdir(dir)).sort()).toEqual(['mine.arrow']);
+  });
+});
+
+describe('progress bars', () => {
+  test('drawn on a terminal, one line per stage, redrawn in place and erased at the end', () => {
+    const out = sink();
+    const tty = Object.assign(out.stream, { isTTY: true, columns: 100 });
+    let now = 0;
+    const board = progressBoard(tty, () => now);
+    board.update('map', { done: 0, total: 4, detail: '0 rows in' });
+    board.update('reduce', { done: 0, total: 2, detail: '' });
+    now += 200;
+    board.update('map', { done: 2, total: 4, detail: '10 rows in' });
+    board.log('map task 1 attempt 0 failed; retrying as attempt 1');
+    board.done();
+    const text = out.text();
+    expect(text).toContain('map    [##########..........] 2/4 tasks  10 rows in');
+    expect(text).toContain('\x1b[2A\r\x1b[J'); // two bars moved over and cleared
+    expect(text).toContain('map task 1 attempt 0 failed; retrying as attempt 1\n');
+    expect(text.endsWith('\x1b[2A\r\x1b[J'), 'done() erases the bars').toBe(true);
+  });
+
+  test('not drawn into a pipe or a file; log lines still are', () => {
+    const out = sink();
+    const board = progressBoard(out.stream);
+    board.update('map', { done: 1, total: 4, detail: '' });
+    board.log('a retry');
+    board.done();
+    expect(out.text()).toBe('a retry\n');
+  });
+
+  test('a bar is as full as the share of tasks done', () => {
+    expect(renderLine('s', { done: 1, total: 4, detail: 'x' })).toBe('s [#####...............] 1/4 tasks  x');
   });
 });
