@@ -33,7 +33,17 @@ export type ShuffleErrorCode =
   /** a compressed buffer uses a codec this build cannot decode */
   | 'CS_UNSUPPORTED_CODEC'
   /** a memory reservation could not be granted even after spilling everything that could be spilled */
-  | 'CS_MEMORY_LIMIT';
+  | 'CS_MEMORY_LIMIT'
+  /** a reduce-side reader waited longer than its timeout for map outputs that were not committed */
+  | 'CS_MAP_OUTPUT_TIMEOUT'
+  /** a map output a reader waits for will never come: its shuffle was failed or unregistered */
+  | 'CS_MAP_OUTPUT_FAILED'
+  /** a map task's own code (its transform, its input) threw an error that is not a ShuffleError; `cause` holds it */
+  | 'CS_MAP_TASK_FAILED'
+  /** the worker thread running a map task exited (terminated, crashed) before the task finished */
+  | 'CS_WORKER_EXITED'
+  /** the operation was cancelled through its AbortSignal or by closing what ran it */
+  | 'CS_ABORTED';
 
 /** Where an error happened; every field is optional and only set when known. */
 export interface ErrorLocation {
@@ -42,6 +52,10 @@ export interface ErrorLocation {
   offset?: number;
   column?: string;
   row?: number;
+  /** the map output concerned: shuffle id, map id, attempt number */
+  shuffle?: number;
+  map?: number;
+  attempt?: number;
 }
 
 export class ShuffleError extends Error {
@@ -58,6 +72,9 @@ export class ShuffleError extends Error {
 
 function withLocation(message: string, where: ErrorLocation): string {
   const parts: string[] = [];
+  if (where.shuffle !== undefined) parts.push(`shuffle ${where.shuffle}`);
+  if (where.map !== undefined) parts.push(`map ${where.map}`);
+  if (where.attempt !== undefined) parts.push(`attempt ${where.attempt}`);
   if (where.file !== undefined) parts.push(`file ${where.file}`);
   if (where.partition !== undefined) parts.push(`partition ${where.partition}`);
   if (where.offset !== undefined) parts.push(`byte offset ${where.offset}`);
@@ -72,4 +89,47 @@ export function ioError(action: string, file: string, cause: unknown): ShuffleEr
   const code: ShuffleErrorCode = errno === 'ENOENT' || errno === 'ENOTDIR' ? 'CS_FILE_NOT_FOUND' : 'CS_IO';
   const reason = cause instanceof Error ? cause.message : String(cause);
   return new ShuffleError(code, `cannot ${action}: ${reason}`, { file }, { cause });
+}
+
+/** An error as plain data, so that it can cross a thread (postMessage) or process boundary. */
+export interface SerializedError {
+  name: string;
+  message: string;
+  stack?: string;
+  code?: string;
+  where?: ErrorLocation;
+  cause?: SerializedError;
+}
+
+/** Turns any thrown value into plain data; a ShuffleError keeps its code and location, causes are kept 4 deep. */
+export function serializeError(error: unknown, depth = 4): SerializedError {
+  if (!(error instanceof Error)) return { name: 'Error', message: String(error) };
+  const out: SerializedError = { name: error.name, message: error.message };
+  if (error.stack !== undefined) out.stack = error.stack;
+  if (error instanceof ShuffleError) {
+    out.code = error.code;
+    out.where = { ...error.where };
+  }
+  if (error.cause !== undefined && depth > 1) out.cause = serializeError(error.cause, depth - 1);
+  return out;
+}
+
+/**
+ * Rebuilds an error from serializeError's data: a ShuffleError (same code, location and
+ * message) when it had a `CS_` code, a plain Error otherwise; name, stack and causes are kept.
+ */
+export function deserializeError(data: SerializedError): Error {
+  const cause = data.cause === undefined ? undefined : deserializeError(data.cause);
+  const options = cause === undefined ? undefined : { cause };
+  let error: Error;
+  if (typeof data.code === 'string' && data.code.startsWith('CS_')) {
+    // the message already names the location: build without one, then attach it
+    error = new ShuffleError(data.code as ShuffleErrorCode, data.message, {}, options);
+    Object.defineProperty(error, 'where', { value: { ...data.where }, enumerable: true });
+  } else {
+    error = new Error(data.message, options);
+  }
+  error.name = data.name;
+  if (data.stack !== undefined) error.stack = data.stack;
+  return error;
 }

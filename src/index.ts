@@ -1,4 +1,4 @@
-export { ShuffleError, type ErrorLocation, type ShuffleErrorCode } from './errors.js';
+export { ShuffleError, serializeError, deserializeError, type ErrorLocation, type ShuffleErrorCode, type SerializedError } from './errors.js';
 export { CODEC_NAMES, type CodecName } from './format/codec.js';
 export { outputPaths, type OutputPaths } from './format/output-files.js';
 export { readIpcStream, readIpcSchema, DEFAULT_MAX_BUFFER_BYTES, type IpcReadOptions } from './format/ipc-reader.js';
@@ -20,3 +20,38 @@ export { ShuffleReader, type OpenOptions, type ReadOptions, type ShuffleOutputSo
 export { LocalFileSource, type ByteRangeSource } from './reader/byte-source.js';
 export { BatchCoalescer } from './reader/batch-coalescer.js';
 export { removeLeftovers, type LeftoverLocations } from './cleanup.js';
+export {
+  mapOutputName,
+  mapOutputPrefix,
+  mapOutputSpillDir,
+  parseMapOutputName,
+  type MapOutputId,
+} from './shuffle/map-output-id.js';
+export type { MapStatus, MapTaskMetrics } from './shuffle/map-status.js';
+export { MapOutputWriter, type MapOutputWriterOptions } from './shuffle/map-output-writer.js';
+export { MapOutputTracker, type MapOutputLocator } from './shuffle/map-output-tracker.js';
+export {
+  ReduceReader,
+  DEFAULT_REDUCE_CONCURRENCY,
+  DEFAULT_MAP_OUTPUT_WAIT_MS,
+  type ReduceReaderOptions,
+  type ReduceReadMetrics,
+} from './shuffle/reduce-reader.js';
+export { discardMapOutput, removeShuffleFiles, type ShuffleFilesOptions } from './shuffle/shuffle-files.js';
+export {
+  batchToTransferable,
+  batchFromTransferable,
+  type TransferMode,
+  type TransferableBatch,
+  type TransferableData,
+  type PreparedTransfer,
+} from './shuffle/batch-transfer.js';
+export {
+  MapTaskPool,
+  type MapTaskPoolOptions,
+  type MapTaskSpec,
+  type MapTask,
+  type MapTaskProgress,
+  type MapTaskRunOptions,
+} from './shuffle/map-task-pool.js';
+export type { MapTransform, MapTaskWriterSpec } from './shuffle/worker-protocol.js';

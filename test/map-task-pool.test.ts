@@ -1,0 +1,255 @@
+/**
+ * MapTaskPool: map tasks in worker threads. Claims: the rows sent are the rows
+ * written; each task's writer gets memoryBytes / threads and stays within it;
+ * exclusively owned buffers are moved, not copied; the input is read at most
+ * two batches ahead of the worker; and whatever ends a task early (its
+ * transform throws, its thread is terminated or exits, its input throws, it is
+ * aborted, the pool closes) its status rejects with a typed error, nothing of
+ * the attempt is left on disk, and the pool goes on running tasks.
+ */
+import { readdirSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { Float64, Int64, makeData, type RecordBatch } from 'apache-arrow';
+import { narrowBatch, NARROW_SCHEMA } from '../src/cli/demo-data.js';
+import { MapTaskPool, type MapTaskSpec } from '../src/shuffle/map-task-pool.js';
+import type { MapStatus } from '../src/shuffle/map-status.js';
+import { ReduceReader } from '../src/shuffle/reduce-reader.js';
+import { batchOf, schemaOf } from './support/columns.js';
+import { rowsOf } from './support/rows.js';
+import { makeTempDir, removeDir } from './support/temp-dir.js';
+
+const TRANSFORMS = new URL('./support/map-transforms.ts', import.meta.url);
+const PARTITIONS = 6;
+
+let dir: string;
+let pool: MapTaskPool;
+
+function spec(mapId: number, attempt: number, extra: Partial<MapTaskSpec> = {}): MapTaskSpec {
+  return {
+    dir,
+    id: { shuffleId: 0, mapId, attempt },
+    numPartitions: PARTITIONS,
+    partitioning: { kind: 'hash', keys: ['key'] },
+    outputSchema: NARROW_SCHEMA,
+    ...extra,
+  };
+}
+
+function batches(count: number, rows: number, seed: number): RecordBatch[] {
+  return Array.from({ length: count }, (_, i) => narrowBatch(rows, seed * 1000 + i + 1));
+}
+
+async function readBack(statuses: MapStatus[]): Promise<string[]> {
+  const rows: string[] = [];
+  for await (const batch of new ReduceReader({ maps: statuses, partitions: { start: 0, end: PARTITIONS } })) rows.push(...rowsOf(batch));
+  return rows.sort();
+}
+
+const files = async () => (await readdir(dir)).sort();
+const committed = (mapId: number, attempt: number) =>
+  [`shuffle_0_${mapId}_${attempt}.checksum.CRC32C`, `shuffle_0_${mapId}_${attempt}.data`, `shuffle_0_${mapId}_${attempt}.index`];
+
+beforeAll(() => {
+  pool = new MapTaskPool({ threads: 2 });
+});
+afterAll(async () => {
+  await pool.close();
+});
+beforeEach(async () => {
+  dir = await makeTempDir('cs-pool-');
+});
+afterEach(async () => {
+  await removeDir(dir);
+});
+
+describe('running map tasks', () => {
+  test('three tasks on two threads write exactly the rows sent to them', async () => {
+    const inputs = [0, 1, 2].map((m) => batches(4, 3000, m));
+    const expected = inputs.flat().flatMap((b) => rowsOf(b)).sort(); // before sending: the batches are handed over
+    const tasks = inputs.map((input, m) => pool.run(spec(m, 0), input));
+    const statuses = await Promise.all(tasks.map((t) => t.status));
+    expect(statuses.map((s) => s.metrics.inputRows)).toEqual([12000, 12000, 12000]);
+    expect(statuses.map((s) => s.metrics.rows)).toEqual([12000, 12000, 12000]);
+    expect(await readBack(statuses)).toEqual(expected);
+    expect(await files()).toEqual([...committed(0, 0), ...committed(1, 0), ...committed(2, 0)].sort());
+  });
+
+  test("batches whose buffers are all their own are moved to the worker, not copied", async () => {
+    const schema = schemaOf([
+      { name: 'key', type: new Int64(), nullable: false },
+      { name: 'x', type: new Float64(), nullable: false },
+    ]);
+    const keys = new BigInt64Array(5000).map((_, i) => BigInt(i));
+    const values = new Float64Array(5000).map((_, i) => i / 2);
+    const batch = batchOf(schema, [makeData({ type: new Int64(), data: keys, length: 5000, nullCount: 0 }), makeData({ type: new Float64(), data: values, length: 5000, nullCount: 0 })], 5000);
+    const status = await pool.run(spec(3, 0, { outputSchema: schema }), [batch]).status;
+    expect(status.metrics.transferredBytes).toBe(80_000);
+    expect(status.metrics.copiedBytes).toBe(0);
+    expect(keys.byteLength, 'the sender no longer holds the moved buffer').toBe(0);
+
+    const kept = new Float64Array(5000);
+    const copyBatch = batchOf(schema, [makeData({ type: new Int64(), data: new BigInt64Array(5000), length: 5000, nullCount: 0 }), makeData({ type: new Float64(), data: kept, length: 5000, nullCount: 0 })], 5000);
+    const copied = await pool.run(spec(3, 1, { outputSchema: schema, transfer: 'copy' }), [copyBatch]).status;
+    expect(copied.metrics.transferredBytes).toBe(0);
+    expect(copied.metrics.copiedBytes).toBe(80_000);
+    expect(kept.byteLength).toBe(40_000);
+  });
+
+  test('a task whose transform writes nothing commits an empty output from its outputSchema', async () => {
+    const status = await pool.run(spec(4, 0, { transform: { module: TRANSFORMS, export: 'dropAll' } }), batches(2, 100, 4)).status;
+    expect(status.metrics.inputRows).toBe(200);
+    expect(status.metrics.rows).toBe(0);
+    expect(status.partitionLengths.every((l) => l === 0)).toBe(true);
+  });
+
+  test('the input is read at most two batches ahead of what the worker took', async () => {
+    let pulled = 0;
+    function* input(): Generator<RecordBatch> {
+      for (let i = 0; i < 50; i++) {
+        pulled++;
+        yield narrowBatch(100, i + 1);
+      }
+    }
+    let taken = 0;
+    const task = pool.run(spec(5, 0, { transform: { module: TRANSFORMS, export: 'stallAfter', args: { batches: 1 } } }), input(), {
+      onProgress: (p) => (taken = p.inputBatches),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(taken).toBe(1);
+    expect(pulled, 'one taken plus a window of two').toBeLessThanOrEqual(3);
+    await task.terminate();
+    await expect(task.status).rejects.toMatchObject({ code: 'CS_WORKER_EXITED' });
+  });
+});
+
+describe('memory', () => {
+  test("each task's writer gets memoryBytes / threads in its thread, and stays within it", async () => {
+    const small = new MapTaskPool({ threads: 2, memoryBytes: 2 * 1024 * 1024 });
+    try {
+      expect(small.memoryPerTask).toBe(1024 * 1024);
+      // one task is enough (and starts one thread): its writer's pool is its share, not the whole budget
+      const status = await small.run(spec(10, 0, { numPartitions: 16 }), batches(8, 8192, 10)).status;
+      expect(status.metrics.spills, 'a 1 MiB share must make the writer spill').toBeGreaterThan(0);
+      expect(status.metrics.peakMemoryBytes).toBeLessThanOrEqual(1024 * 1024);
+    } finally {
+      await small.close();
+    }
+  });
+});
+
+describe('a map task that ends early leaves nothing behind', () => {
+  test('its transform throws mid-write: CS_MAP_TASK_FAILED with the cause; a retry on the same pool succeeds', async () => {
+    const input = batches(6, 4000, 20);
+    const expected = input.flatMap((b) => rowsOf(b)).sort();
+    const failing = pool.run(spec(20, 0, { transform: { module: TRANSFORMS, export: 'throwAfter', args: { batches: 3 } } }), batches(6, 4000, 20));
+    const error = await failing.status.catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'CS_MAP_TASK_FAILED', where: { shuffle: 0, map: 20, attempt: 0 } });
+    expect(String((error as Error).cause)).toContain('injected failure after 3 batches');
+    expect(await files()).toEqual([]);
+    const retried = await pool.run(spec(20, 1), input).status;
+    expect(await readBack([retried])).toEqual(expected);
+    expect(await files()).toEqual(committed(20, 1));
+  });
+
+  test('its worker is terminated mid-write: CS_WORKER_EXITED, its files removed, a new thread runs the retry', async () => {
+    let terminate: () => Promise<void> = async () => undefined;
+    let terminated: Promise<void> | null = null;
+    let midWrite: string[] = [];
+    const task = pool.run(spec(21, 0, { transform: { module: TRANSFORMS, export: 'stallAfter', args: { batches: 2 } } }), batches(5, 4000, 21), {
+      onProgress: (p) => {
+        if (p.batches === 2 && terminated === null) {
+          midWrite = readdirSync(dir); // two batches are in the writer's buffers
+          terminated = terminate();
+        }
+      },
+    });
+    terminate = () => task.terminate();
+    await expect(task.status).rejects.toMatchObject({ code: 'CS_WORKER_EXITED', message: expect.stringContaining('was terminated') });
+    await terminated;
+    expect(midWrite, 'the attempt had files to clean up').toEqual(expect.arrayContaining([expect.stringMatching(/^shuffle_0_21_0\.data\.[0-9a-f]{12}\.tmp$/), 'shuffle_0_21_0.spill']));
+    expect(await files()).toEqual([]);
+    const retried = await pool.run(spec(21, 1), batches(5, 4000, 21)).status;
+    expect(retried.metrics.rows).toBe(20000);
+  });
+
+  test('terminated at whatever point a spilling write has reached: committed and whole, or gone', async () => {
+    const share = new MapTaskPool({ threads: 1, memoryBytes: 1024 * 1024 });
+    try {
+      for (const afterBatches of [1, 6]) {
+        let task: ReturnType<MapTaskPool['run']> | null = null;
+        task = share.run(spec(22, afterBatches, { numPartitions: 16 }), batches(8, 8192, 22), {
+          onProgress: (p) => {
+            if (p.batches === afterBatches) void task?.terminate();
+          },
+        });
+        const outcome = await task.status.then(
+          (status) => status,
+          (error: unknown) => error,
+        );
+        const left = await files();
+        if ('code' in (outcome as object)) {
+          expect(outcome).toMatchObject({ code: 'CS_WORKER_EXITED' });
+          expect(left, `killed after ${afterBatches} batches`).toEqual([]);
+        } else {
+          expect(left).toEqual(committed(22, afterBatches));
+          expect((outcome as MapStatus).metrics.rows).toBe(8 * 8192);
+          for (const name of left) await removeDir(`${dir}/${name}`);
+        }
+      }
+    } finally {
+      await share.close();
+    }
+  });
+
+  test('its thread exits on its own (a crash): CS_WORKER_EXITED with the exit code', async () => {
+    const task = pool.run(spec(23, 0, { transform: { module: TRANSFORMS, export: 'exitAfter', args: { batches: 2 } } }), batches(4, 2000, 23));
+    await expect(task.status).rejects.toMatchObject({ code: 'CS_WORKER_EXITED', message: expect.stringContaining('exited with code 3') });
+    expect(await files()).toEqual([]);
+  });
+
+  test('its input throws: CS_MAP_TASK_FAILED with the input error as cause', async () => {
+    function* input(): Generator<RecordBatch> {
+      yield narrowBatch(1000, 1);
+      yield narrowBatch(1000, 2);
+      throw new Error('the scan failed');
+    }
+    const error = await pool.run(spec(24, 0), input()).status.catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'CS_MAP_TASK_FAILED', message: expect.stringContaining('the scan failed') });
+    expect(await files()).toEqual([]);
+  });
+
+  test('it is aborted through its signal: CS_ABORTED, also before it started', async () => {
+    const controller = new AbortController();
+    const running = pool.run(spec(25, 0, { transform: { module: TRANSFORMS, export: 'stallAfter', args: { batches: 1 } } }), batches(3, 1000, 25), {
+      signal: controller.signal,
+      onProgress: (p) => p.batches === 1 && controller.abort(),
+    });
+    await expect(running.status).rejects.toMatchObject({ code: 'CS_ABORTED' });
+    const early = new AbortController();
+    early.abort();
+    await expect(pool.run(spec(25, 1), batches(1, 10, 25), { signal: early.signal }).status).rejects.toMatchObject({ code: 'CS_ABORTED' });
+    expect(await files()).toEqual([]);
+  });
+
+  test('its transform module or export does not exist: CS_INVALID_ARGUMENT', async () => {
+    await expect(pool.run(spec(26, 0, { transform: { module: TRANSFORMS, export: 'notAFunction' } }), []).status).rejects.toMatchObject({ code: 'CS_INVALID_ARGUMENT' });
+    await expect(pool.run(spec(26, 1, { transform: { module: new URL('./support/nope.js', import.meta.url) } }), []).status).rejects.toMatchObject({
+      code: 'CS_INVALID_ARGUMENT',
+    });
+    expect(await files()).toEqual([]);
+  });
+
+  test('closing the pool: the running task fails with CS_WORKER_EXITED, the waiting one with CS_ABORTED, both leave nothing', async () => {
+    const closing = new MapTaskPool({ threads: 1 });
+    const running = closing.run(spec(27, 0, { transform: { module: TRANSFORMS, export: 'stallAfter', args: { batches: 1 } } }), batches(3, 1000, 27), {
+      onProgress: (p) => p.batches === 1 && void closing.close(),
+    });
+    const waiting = closing.run(spec(28, 0), batches(1, 10, 28));
+    await expect(running.status).rejects.toMatchObject({ code: 'CS_WORKER_EXITED' });
+    await expect(waiting.status).rejects.toMatchObject({ code: 'CS_ABORTED' });
+    await closing.close();
+    expect(() => closing.run(spec(29, 0), [])).toThrow(expect.objectContaining({ code: 'CS_ABORTED' }));
+    expect(await files()).toEqual([]);
+  });
+});
