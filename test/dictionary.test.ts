@@ -5,34 +5,18 @@
  * type — and every row decodes to its input value (our reader and arrow-js).
  */
 import { join } from 'node:path';
-import { Dictionary, Field, Int16, Int32, Int8, RecordBatch, Schema, Struct, Utf8, Vector, makeData, type Data } from 'apache-arrow';
+import { Dictionary, Field, Int16, Int32, Int8, RecordBatch, Schema, Struct, Utf8, Vector, makeData } from 'apache-arrow';
 import { MessageHeader } from 'apache-arrow/enum';
 import { Message, type DictionaryBatch } from 'apache-arrow/ipc/metadata/message';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { ShuffleReader } from '../src/reader/shuffle-reader.js';
 import { ShuffleWriter } from '../src/writer/shuffle-writer.js';
+import { utf8Column } from './support/columns.js';
 import { firstDifference, makeTempDir, readWithArrowJs, removeDir, runShuffle } from './support/shuffle-harness.js';
 
 let dir: string;
 beforeEach(async () => (dir = await makeTempDir()));
 afterEach(async () => removeDir(dir));
-
-function utf8(values: (string | null)[]): Data {
-  const encoder = new TextEncoder();
-  const offsets = new Int32Array(values.length + 1);
-  const bytes: number[] = [];
-  const bitmap = new Uint8Array((values.length + 7) >>> 3);
-  let nullCount = 0;
-  values.forEach((v, i) => {
-    if (v === null) nullCount++;
-    else {
-      bitmap[i >>> 3]! |= 1 << (i & 7);
-      bytes.push(...encoder.encode(v));
-    }
-    offsets[i + 1] = bytes.length;
-  });
-  return makeData({ type: new Utf8(), length: values.length, nullCount, nullBitmap: bitmap, valueOffsets: offsets, data: Uint8Array.from(bytes) });
-}
 
 const TYPE = new Dictionary(new Utf8(), new Int32(), 7);
 const SCHEMA = new Schema([new Field('k', new Int32(), false), new Field('d', TYPE, true)]);
@@ -102,7 +86,7 @@ async function decoded(prefix: string, p = 0): Promise<(string | null)[]> {
 
 describe('the dictionary batches of a partition stream', () => {
   test('a dictionary every batch shares is sent once, whole, before the first record batch', async () => {
-    const dictionary = new Vector([utf8(['a', 'b', 'c'])]);
+    const dictionary = new Vector([utf8Column(['a', 'b', 'c'])]);
     const prefix = await write([batch(dictionary, [0, 1, 2, 1]), batch(dictionary, [2, 2])], 1, 4);
     expect(await partitionMessages(prefix)).toEqual([
       { type: 'schema' },
@@ -114,8 +98,8 @@ describe('the dictionary batches of a partition stream', () => {
   });
 
   test('a dictionary extended by a later batch (an IPC delta: the old chunks plus new ones) sends only the new values, as a delta', async () => {
-    const first = new Vector([utf8(['a', 'b'])]);
-    const extended = new Vector([...first.data, utf8(['c', 'd', 'e'])]);
+    const first = new Vector([utf8Column(['a', 'b'])]);
+    const extended = new Vector([...first.data, utf8Column(['c', 'd', 'e'])]);
     const prefix = await write([batch(first, [0, 1, 0, 1]), batch(extended, [4, 2, 0, 3])], 1, 4);
     const messages = await partitionMessages(prefix);
     expect(messages.filter((m) => m.type === 'dictionary')).toEqual([
@@ -129,7 +113,7 @@ describe('the dictionary batches of a partition stream', () => {
   });
 
   test('a rebuilt dictionary holding the same leading values is treated as an extension too (no values sent twice)', async () => {
-    const prefix = await write([batch(new Vector([utf8(['a', 'b'])]), [1, 0]), batch(new Vector([utf8(['a', 'b', 'z'])]), [2, 1])], 1, 2);
+    const prefix = await write([batch(new Vector([utf8Column(['a', 'b'])]), [1, 0]), batch(new Vector([utf8Column(['a', 'b', 'z'])]), [2, 1])], 1, 2);
     const dictionaries = (await partitionMessages(prefix)).filter((m) => m.type === 'dictionary');
     expect(dictionaries).toEqual([
       { type: 'dictionary', isDelta: false, id: 7, rows: 2 },
@@ -139,7 +123,7 @@ describe('the dictionary batches of a partition stream', () => {
   });
 
   test('an unrelated dictionary is appended whole and its indices remapped', async () => {
-    const prefix = await write([batch(new Vector([utf8(['a', 'b'])]), [1, 0]), batch(new Vector([utf8(['x', null, 'y'])]), [2, 0, 1])], 1, 2);
+    const prefix = await write([batch(new Vector([utf8Column(['a', 'b'])]), [1, 0]), batch(new Vector([utf8Column(['x', null, 'y'])]), [2, 0, 1])], 1, 2);
     const dictionaries = (await partitionMessages(prefix)).filter((m) => m.type === 'dictionary');
     expect(dictionaries).toEqual([
       { type: 'dictionary', isDelta: false, id: 7, rows: 2 },
@@ -149,8 +133,8 @@ describe('the dictionary batches of a partition stream', () => {
   });
 
   test('a partition that first receives rows late still gets the whole dictionary first (replacement, then deltas)', async () => {
-    const first = new Vector([utf8(['a', 'b'])]);
-    const extended = new Vector([...first.data, utf8(['c'])]);
+    const first = new Vector([utf8Column(['a', 'b'])]);
+    const extended = new Vector([...first.data, utf8Column(['c'])]);
     // partition of k: keys 0..n-1 hash somewhere; partition 1 of 2 gets rows only from the second batch
     const schema = SCHEMA;
     const b1 = batch(first, [0, 1], schema);
@@ -172,7 +156,7 @@ describe('the dictionary batches of a partition stream', () => {
     const schema = new Schema([new Field('k', new Int32(), false), new Field('d', new Dictionary(new Utf8(), new Int8(), 3), true)]);
     const batches = Array.from({ length: 5 }, (_, b) => {
       const values = Array.from({ length: 60 }, (_, i) => `batch${b}-value${i}`);
-      return batch(new Vector([utf8(values)]), Array.from({ length: 100 }, (_, i) => (i * 7 + b) % 60), schema);
+      return batch(new Vector([utf8Column(values)]), Array.from({ length: 100 }, (_, i) => (i * 7 + b) % 60), schema);
     });
     const outcome = await runShuffle(dir, { numPartitions: 2, partitioning: { kind: 'hash', keys: ['k'] }, maxBatchRows: 64 }, batches);
     outcome.actual.forEach((rows, p) => expect(firstDifference(rows, outcome.expected[p]!, `partition ${p}`)).toBeNull());
@@ -189,7 +173,7 @@ test('Int16 indices and a dictionary nested in a struct round-trip with the same
   const inner = new Dictionary(new Utf8(), new Int16(), 9);
   const structType = new Struct([new Field('tag', inner, true), new Field('n', new Int32(), true)]);
   const schema = new Schema([new Field('k', new Int32(), false), new Field('s', structType, true)]);
-  const dictionary = new Vector([utf8(['red', 'green', 'blue'])]);
+  const dictionary = new Vector([utf8Column(['red', 'green', 'blue'])]);
   const rows = 50;
   const tags = makeData({ type: inner, length: rows, data: Int16Array.from({ length: rows }, (_, i) => i % 3), dictionary } as never);
   const ns = makeData({ type: new Int32(), length: rows, data: Int32Array.from({ length: rows }, (_, i) => i * i) });

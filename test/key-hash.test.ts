@@ -8,7 +8,7 @@ import { DenseUnion, Dictionary, Field, Int32, Int64, Int8, List, Map_, RecordBa
 import { describe, expect, test } from 'vitest';
 import { ShuffleError } from '../src/errors.js';
 import { createPartitioner } from '../src/writer/partitioner.js';
-import { buildColumn } from './support/columns.js';
+import { buildColumn, utf8Column } from './support/columns.js';
 import { Rng } from './support/random.js';
 
 function batchOf(fields: Field[], children: Data[], length: number): RecordBatch {
@@ -87,29 +87,12 @@ describe('a dictionary key hashes like its decoded values', () => {
     const encoded = makeData({ type, length: rows, nullCount: validity.nullCount, nullBitmap: validity.nullBitmap, data: indices, dictionary } as never);
     // the decoded column, built independently: each row's value, null where the index or the value is
     const values = picked.map((index, i) => (validity.getValid(i) ? (dictionary.get(index) as string | null) : null));
-    const decoded = new Vector([buildDecoded(values)]).data[0]!;
+    const decoded = new Vector([utf8Column(values)]).data[0]!;
     const nested = batchOf([new Field('k', type, true)], [encoded], rows);
     const flat = batchOf([new Field('k', new Utf8(), true)], [decoded], rows);
     expect(partitionIds(nested, ['k'])).toEqual(partitionIds(flat, ['k']));
   });
 });
-
-function buildDecoded(values: (string | null)[]): Data {
-  const encoder = new TextEncoder();
-  const offsets = new Int32Array(values.length + 1);
-  const bytes: number[] = [];
-  const bitmap = new Uint8Array((values.length + 7) >>> 3);
-  let nullCount = 0;
-  values.forEach((v, i) => {
-    if (v === null) nullCount++;
-    else {
-      bitmap[i >>> 3]! |= 1 << (i & 7);
-      bytes.push(...encoder.encode(v));
-    }
-    offsets[i + 1] = bytes.length;
-  });
-  return makeData({ type: new Utf8(), length: values.length, nullCount, nullBitmap: bitmap, valueOffsets: offsets, data: Uint8Array.from(bytes) });
-}
 
 describe('keys Spark would not hash are refused before any row is read', () => {
   test.each([

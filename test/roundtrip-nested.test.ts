@@ -3,8 +3,8 @@
  * every nested kind, nulls at every level, sliced parents, through our reader and through
  * arrow-js's own tableFromIPC on each partition's byte range.
  */
-import { Field, Int64, RecordBatch, Schema, Struct, makeData, tableFromIPC, tableToIPC, type DataType } from 'apache-arrow';
-import { afterEach, beforeEach, describe, test } from 'vitest';
+import { Field, Int64, List, RecordBatch, Schema, Struct, makeData, tableFromIPC, tableToIPC, type DataType } from 'apache-arrow';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { buildColumn } from './support/columns.js';
 import { buildAny, NESTED_KINDS, nestedType, type DictionaryContext, type NestedKind } from './support/nested.js';
 import { Rng } from './support/random.js';
@@ -61,4 +61,20 @@ describe('every nested kind round-trips exactly, through our reader and arrow-js
       await roundTrip(type, seed, rng.pick([1, 3, 16, 200]), rng.pick(['lz4', 'zstd', 'none'] as const), rng.pick([undefined, 7, 64]));
     });
   }
+});
+
+test('nested bytes enter the buffer sizing: rows of a 100-item list<int64> get partition buffers of about 80 rows, not maxBatchRows (Gluten #8088)', async () => {
+  const rows = 20_000;
+  const items = 100;
+  const type = new List(new Field('item', new Int64(), true));
+  const child = makeData({ type: new Int64(), length: rows * items, data: new BigInt64Array(rows * items) });
+  const lists = makeData({ type, length: rows, valueOffsets: Int32Array.from({ length: rows + 1 }, (_, i) => i * items), child });
+  const schema = new Schema([new Field('l', type, true)]);
+  const batch = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rows, nullCount: 0, children: [lists] }));
+  // memLimit 1 MiB over 4 partitions: (1 MiB / (4 + 800) B / 4) >> 2 = 81 rows per partition buffer
+  const outcome = await runShuffle(dir, { numPartitions: 4, partitioning: { kind: 'round-robin' }, memLimit: 1 << 20, memLimitFloor: 0, mergeThreshold: 0 }, [batch]);
+  const sizes = outcome.actualBatchRows.flat();
+  expect(Math.max(...sizes)).toBeLessThanOrEqual(81);
+  expect(Math.max(...sizes)).toBeGreaterThanOrEqual(60);
+  expect(sizes.reduce((a, b) => a + b, 0)).toBe(rows);
 });

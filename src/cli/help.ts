@@ -45,8 +45,9 @@ Options:
                            (default: hash with --key; otherwise required)
   -c, --codec CODEC        body compression: lz4 | zstd | none (default: lz4)
       --dictionary-updates delta|replacement
-                           how dictionaries that grow reach each partition: delta
-                           batches (default) or whole replacements (polars reads only those)
+                           how a dictionary that grows reaches each partition:
+                           delta batches (default) or whole replacements (the
+                           only kind polars reads)
       --map-id N           map task id, seeds round-robin's start (default: 0)
       --memory-limit SIZE  most memory the writer may hold; beyond it, it
                            spills to disk (default: no limit). SIZE is bytes

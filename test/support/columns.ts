@@ -365,3 +365,21 @@ export function sequenceColumn(start: number, length: number): Data {
   for (let i = 0; i < length; i++) values[i] = start + i;
   return makeData({ type: new Int32(), data: values, length, nullCount: 0 });
 }
+
+/** A Utf8 column of exactly these values (null where null), built from raw buffers. */
+export function utf8Column(values: readonly (string | null)[]): Data {
+  const encoder = new TextEncoder();
+  const offsets = new Int32Array(values.length + 1);
+  const bytes: number[] = [];
+  const bitmap = new Uint8Array((values.length + 7) >>> 3);
+  let nullCount = 0;
+  values.forEach((v, i) => {
+    if (v === null) nullCount++;
+    else {
+      bitmap[i >>> 3]! |= 1 << (i & 7);
+      bytes.push(...encoder.encode(v));
+    }
+    offsets[i + 1] = bytes.length;
+  });
+  return makeData({ type: new Utf8(), length: values.length, nullCount, nullBitmap: bitmap, valueOffsets: offsets, data: Uint8Array.from(bytes) });
+}
