@@ -33,6 +33,8 @@ const CASES = {
   'no spill (unbounded pool), uncompressed, 200 partitions': { limit: null, codec: 'none', batches: 16, rows: 8192, partitions: 200 },
   'spilling under 4 MiB, lz4, 200 partitions': { limit: 4 * MiB, codec: 'lz4', batches: 20, rows: 8192, partitions: 200 },
   'spilling under 4 MiB, lz4, 8 partitions (large payloads cached, then spilled)': { limit: 4 * MiB, codec: 'lz4', batches: 40, rows: 8192, partitions: 8 },
+  'nested shape, spilling under 4 MiB, lz4, 200 partitions': { limit: 4 * MiB, codec: 'lz4', batches: 12, rows: 8192, partitions: 200, shape: 'nested' },
+  'nested shape, no spill (unbounded pool), uncompressed, 8 partitions': { limit: null, codec: 'none', batches: 12, rows: 8192, partitions: 8, shape: 'nested' },
 } satisfies Record<string, ProbeConfig>;
 type CaseName = keyof typeof CASES;
 const NAMES = Object.keys(CASES) as CaseName[];

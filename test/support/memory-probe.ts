@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { narrowBatch } from '../../src/cli/demo-data.js';
+import { narrowBatch, nestedBatch } from '../../src/cli/demo-data.js';
 import type { CodecName } from '../../src/format/codec.js';
 import { MemoryPool } from '../../src/memory/memory-pool.js';
 import { ShuffleWriter } from '../../src/writer/shuffle-writer.js';
@@ -28,6 +28,8 @@ export interface ProbeConfig {
   batches: number;
   rows: number;
   partitions: number;
+  /** the input: the narrow shape (default) or the nested one (list, struct, map) */
+  shape?: 'narrow' | 'nested';
 }
 
 export interface ProbeSample {
@@ -88,7 +90,7 @@ const arrayBuffers = () => process.memoryUsage().arrayBuffers;
 
 export async function probe(config: ProbeConfig): Promise<ProbeReport> {
   const started = performance.now();
-  const input = Array.from({ length: config.batches }, (_, i) => narrowBatch(config.rows, 1000 + i));
+  const input = Array.from({ length: config.batches }, (_, i) => (config.shape === 'nested' ? nestedBatch : narrowBatch)(config.rows, 1000 + i));
   let inputBytes = 0;
   for (const batch of input) for (const child of batch.data.children) for (const b of [child.values, child.valueOffsets, child.nullBitmap]) inputBytes += b?.byteLength ?? 0;
   const outDir = await mkdtemp(join(tmpdir(), 'cs-probe-out-'));
