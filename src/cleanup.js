@@ -1,0 +1,122 @@
+import { lstat, readdir, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { ioError, ShuffleError } from './errors.js';
+import { outputPaths } from './format/output-files.js';
+/** `<kind>.<12 lowercase hex>.tmp`, after `<prefix>.`: the temporary names of DataFileWriter. */
+const OUTPUT_TEMP_SUFFIX = /^(?:data|index|checksum\.CRC32C)\.[0-9a-f]{12}\.tmp$/;
+/** A whole output temporary file name in a directory, any prefix. */
+const OUTPUT_TEMP_NAME = /^.+\.(?:data|index|checksum\.CRC32C)\.[0-9a-f]{12}\.tmp$/;
+/** SpillFile's names. */
+const SPILL_NAME = /^columnar-shuffle-spill-[0-9a-f]{16}\.tmp$/;
+/**
+ * The documented cleanup call for what a killed writer process leaves behind
+ * (a writer that fails or is aborted removes its own files; one that is killed
+ * cannot). Call it before retrying a map task, like Spark's retry of a task
+ * attempt, or when a worker starts up.
+ *
+ * Removes, for each location given (see {@link LeftoverLocations}):
+ * - `outputPrefix`: that output's temporary files, and its data and checksum
+ *   files when no index file with the final name exists (a crash between the
+ *   commit's renames: data, then checksum, then index);
+ * - `outputDir`: every output temporary file in the directory;
+ * - `spillDir`: every spill file in the directory.
+ *
+ * Never removes a committed output (an index file with its final name exists:
+ * the three files stay, whatever else is there) nor any file whose name does not
+ * match exactly (12 or 16 lowercase hex digits, the exact kinds, `.tmp`); only
+ * regular files are removed, never directories or symbolic links.
+ *
+ * It must not run while a writer uses the same prefix or directories: it would
+ * delete that writer's files, and could see a commit half done.
+ *
+ * Returns the paths removed, sorted. Errors are `ShuffleError`s:
+ * `CS_INVALID_ARGUMENT` when no location is given, `CS_FILE_NOT_FOUND` when a
+ * directory (`outputDir`, `spillDir`, or the prefix's directory) does not exist
+ * or is not a directory (a mistyped path is reported, not taken as "nothing to
+ * clean"), `CS_IO` when a file cannot be listed or removed.
+ */
+export async function removeLeftovers(locations) {
+    const { outputPrefix, outputDir, spillDir } = locations;
+    if (outputPrefix === undefined && outputDir === undefined && spillDir === undefined) {
+        throw new ShuffleError('CS_INVALID_ARGUMENT', 'removeLeftovers needs an outputPrefix, an outputDir or a spillDir');
+    }
+    for (const [name, value] of Object.entries({ outputPrefix, outputDir, spillDir })) {
+        if (value !== undefined && (typeof value !== 'string' || value === '')) {
+            throw new ShuffleError('CS_INVALID_ARGUMENT', `removeLeftovers: ${name} must be a non-empty path, got ${JSON.stringify(value)}`);
+        }
+    }
+    const doomed = new Set();
+    if (outputPrefix !== undefined) {
+        const dir = dirname(outputPrefix);
+        const base = basename(outputPrefix);
+        for (const name of await regularFiles(dir, 'output')) {
+            if (name.startsWith(`${base}.`) && OUTPUT_TEMP_SUFFIX.test(name.slice(base.length + 1)))
+                doomed.add(join(dir, name));
+        }
+        const paths = outputPaths(outputPrefix);
+        if (!(await exists(paths.index))) {
+            for (const path of [paths.data, paths.checksum])
+                if (await isRegularFile(path))
+                    doomed.add(path);
+        }
+    }
+    if (outputDir !== undefined) {
+        for (const name of await regularFiles(outputDir, 'output'))
+            if (OUTPUT_TEMP_NAME.test(name))
+                doomed.add(join(outputDir, name));
+    }
+    if (spillDir !== undefined) {
+        for (const name of await regularFiles(spillDir, 'spill'))
+            if (SPILL_NAME.test(name))
+                doomed.add(join(spillDir, name));
+    }
+    const removed = [];
+    for (const path of [...doomed].sort()) {
+        try {
+            await unlink(path);
+            removed.push(path);
+        }
+        catch (cause) {
+            if (cause.code === 'ENOENT')
+                continue; // gone meanwhile: not ours to report
+            throw ioError('remove a leftover file', path, cause);
+        }
+    }
+    return removed;
+}
+/** Names of the regular files in `dir`; CS_FILE_NOT_FOUND when it is missing or not a directory. */
+async function regularFiles(dir, role) {
+    try {
+        const entries = await readdir(dir, { withFileTypes: true });
+        return entries.filter((e) => e.isFile()).map((e) => e.name);
+    }
+    catch (cause) {
+        const errno = cause.code;
+        if (errno === 'ENOENT' || errno === 'ENOTDIR') {
+            throw new ShuffleError('CS_FILE_NOT_FOUND', `the ${role} directory does not exist or is not a directory`, { file: dir }, { cause });
+        }
+        throw ioError(`list the ${role} directory`, dir, cause);
+    }
+}
+/** Whether anything (file, directory, link) has this name. */
+async function exists(path) {
+    try {
+        await lstat(path);
+        return true;
+    }
+    catch (cause) {
+        if (cause.code === 'ENOENT')
+            return false;
+        throw ioError('look at', path, cause);
+    }
+}
+async function isRegularFile(path) {
+    try {
+        return (await lstat(path)).isFile();
+    }
+    catch (cause) {
+        if (cause.code === 'ENOENT')
+            return false;
+        throw ioError('look at', path, cause);
+    }
+}

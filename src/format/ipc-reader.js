@@ -1,0 +1,302 @@
+import { makeData, RecordBatch, Struct, Vector } from 'apache-arrow';
+import { MessageHeader, MetadataVersion, Type } from 'apache-arrow/enum';
+import { BufferRegion, FieldNode, Message, } from 'apache-arrow/ipc/metadata/message';
+import { VectorLoader } from 'apache-arrow/visitor/vectorloader';
+import { ShuffleError } from '../errors.js';
+import { codecByArrowType } from './codec.js';
+import { CONTINUATION_MARKER, padding8 } from './ipc-message.js';
+import { metadataCountProblem } from './metadata-counts.js';
+import { columnInconsistency } from './validate-column.js';
+/**
+ * Reads one Arrow IPC stream (schema message, dictionary and record-batch
+ * messages, optional end-of-stream marker) held in memory, decompressing
+ * LZ4_FRAME / ZSTD bodies asynchronously. It accepts any spec-compliant
+ * stream, including the legacy framing without the continuation marker.
+ *
+ * `where` locates the stream in its file for error messages: `offset` is the
+ * file offset of `bytes[0]`.
+ */
+export async function* readIpcStream(bytes, where = {}, options = {}) {
+    const maxBufferBytes = options.maxBufferBytes ?? DEFAULT_MAX_BUFFER_BYTES;
+    const messages = new MessageCursor(bytes, where);
+    const first = messages.next();
+    if (first === null)
+        return;
+    if (first.message.headerType !== MessageHeader.Schema) {
+        throw messages.corrupt('the stream does not start with a schema message', first.start);
+    }
+    const schema = first.header;
+    assertUsableSchema(schema, messages);
+    const version = first.message.version;
+    const dictionaries = new Map();
+    for (let next = messages.next(); next !== null; next = messages.next()) {
+        const { message, body, start } = next;
+        if (message.headerType === MessageHeader.RecordBatch) {
+            const header = next.header;
+            const children = await loadColumns(header, body, schema.fields.map((f) => f.type), dictionaries, version, messages, start, maxBufferBytes);
+            const mismatch = children.findIndex((child) => child.length !== header.length);
+            if (mismatch >= 0) {
+                throw messages.corrupt(`the record batch has ${header.length} rows but column ${mismatch} has ${children[mismatch].length}`, start);
+            }
+            children.forEach((child, c) => {
+                const problem = columnInconsistency(child);
+                if (problem !== null)
+                    throw messages.corrupt(`column ${c} ("${schema.fields[c]?.name}") is inconsistent: ${problem}`, start);
+            });
+            let batch;
+            try {
+                batch = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: header.length, nullCount: 0, children }));
+            }
+            catch (cause) {
+                throw messages.corrupt(`cannot assemble the record batch: ${cause.message}`, start, cause);
+            }
+            // arrow-js re-derives the batch's schema and merges fields of the same name: the columns would no longer match it
+            if (batch.schema.fields.some((field, c) => field.type !== schema.fields[c]?.type)) {
+                throw messages.corrupt('the schema has several columns of the same name, which arrow-js cannot hold apart', start);
+            }
+            yield batch;
+        }
+        else if (message.headerType === MessageHeader.DictionaryBatch) {
+            const header = next.header;
+            const type = schema.dictionaries.get(header.id);
+            if (type === undefined)
+                throw messages.corrupt(`dictionary batch for unknown dictionary id ${header.id}`, start);
+            const [data] = await loadColumns(header.data, body, [type], dictionaries, version, messages, start, maxBufferBytes);
+            if (data === undefined || data.length !== header.data.length)
+                throw messages.corrupt(`dictionary batch ${header.id} does not hold its ${header.data.length} values`, start);
+            const problem = columnInconsistency(data);
+            if (problem !== null)
+                throw messages.corrupt(`dictionary ${header.id} is inconsistent: ${problem}`, start);
+            const previous = dictionaries.get(header.id);
+            const vector = new Vector([data]);
+            dictionaries.set(header.id, header.isDelta && previous ? previous.concat(vector) : vector);
+        }
+        else {
+            throw messages.corrupt(`unexpected ${MessageHeader[message.headerType] ?? message.headerType} message`, start);
+        }
+    }
+}
+/**
+ * A schema whose flatbuffer decoded into holes (missing fields or types) or
+ * impossible type parameters (a negative fixed width, a bit width Arrow does
+ * not have) is refused here, not deep in arrow-js or in a buffer allocation.
+ */
+function assertUsableSchema(schema, messages) {
+    const problem = (fields) => {
+        for (const field of fields) {
+            if (field === null || field === undefined || field.type === null || field.type === undefined)
+                return 'a field without a type';
+            const type = field.type;
+            if (type.byteWidth !== undefined && !(Number.isInteger(type.byteWidth) && type.byteWidth >= 0 && type.byteWidth <= MAX_FIXED_WIDTH)) {
+                return `field "${field.name}" has a fixed width of ${type.byteWidth} bytes`;
+            }
+            if (type.bitWidth !== undefined && !BIT_WIDTHS.has(type.bitWidth))
+                return `field "${field.name}" has a bit width of ${type.bitWidth}`;
+            if (type.listSize !== undefined && !(Number.isInteger(type.listSize) && type.listSize >= 0))
+                return `field "${field.name}" has a list size of ${type.listSize}`;
+            const shape = nestedShapeProblem(field.type);
+            if (shape !== null)
+                return `field "${field.name}" as ${shape}`;
+            const inner = problem(field.type.children ?? []);
+            if (inner !== null)
+                return inner;
+        }
+        return null;
+    };
+    const found = problem(schema.fields);
+    if (found !== null)
+        throw messages.corrupt(`the schema message describes ${found}`, 0);
+}
+/** What is wrong with a nested type's children (arrow-js assumes their shape without checking), or null. */
+function nestedShapeProblem(type) {
+    const children = type.children ?? [];
+    switch (type.typeId) {
+        case Type.List:
+        case Type.LargeList:
+        case Type.FixedSizeList:
+            return children.length === 1 ? null : `a list with ${children.length} child fields`;
+        case Type.Map: {
+            const entries = children[0]?.type;
+            return children.length === 1 && entries?.typeId === Type.Struct && entries.children.length === 2 ? null : 'a map whose entries are not a struct of key and value';
+        }
+        case Type.Union: {
+            const typeIds = type.typeIds;
+            if (typeIds === undefined || typeIds === null || typeIds.length !== children.length)
+                return `a union of ${children.length} children with ${typeIds?.length ?? 0} type ids`;
+            const ids = Array.from(typeIds);
+            if (ids.some((id) => !(Number.isInteger(id) && id >= 0 && id < 128)) || new Set(ids).size !== ids.length)
+                return `a union with type ids ${ids.join(', ')} (they must be distinct, in [0, 128))`;
+            return null;
+        }
+        default:
+            return null;
+    }
+}
+const BIT_WIDTHS = new Set([1, 8, 16, 32, 64, 128, 256]);
+/** Widest fixed-size binary accepted from a file (a sanity bound, far beyond any real schema). */
+const MAX_FIXED_WIDTH = 1 << 20;
+/** Bytes all the buffers of one record batch may decompress to, unless the caller says otherwise. */
+export const DEFAULT_MAX_BUFFER_BYTES = 2 ** 31 - 1;
+/** The schema of an IPC stream, read from its first message. */
+export function readIpcSchema(bytes, where = {}) {
+    const messages = new MessageCursor(bytes, where);
+    const first = messages.next();
+    if (first === null || first.message.headerType !== MessageHeader.Schema) {
+        throw messages.corrupt('the stream does not start with a schema message', 0);
+    }
+    assertUsableSchema(first.header, messages);
+    return first.header;
+}
+/** Walks the encapsulated messages of a stream, checking every length against the bytes present. */
+class MessageCursor {
+    bytes;
+    where;
+    position = 0;
+    constructor(bytes, where) {
+        this.bytes = bytes;
+        this.where = where;
+    }
+    next() {
+        const { bytes } = this;
+        const start = this.position;
+        if (start === bytes.byteLength)
+            return null; // stream ended without an end-of-stream marker
+        const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+        if (start + 4 > bytes.byteLength)
+            throw this.corrupt('truncated message header', start);
+        let metadataSize = view.getInt32(start, true);
+        let headerSize = 4;
+        if (metadataSize === (CONTINUATION_MARKER | 0)) {
+            if (start + 8 > bytes.byteLength)
+                throw this.corrupt('truncated message header', start);
+            metadataSize = view.getInt32(start + 4, true);
+            headerSize = 8;
+        }
+        if (metadataSize === 0)
+            return null; // end-of-stream marker
+        const metadataStart = start + headerSize;
+        if (metadataSize < 0 || metadataStart + metadataSize > bytes.byteLength) {
+            throw this.corrupt(`message metadata of ${metadataSize} bytes runs past the end of the stream`, start);
+        }
+        const countProblem = metadataCountProblem(bytes.subarray(metadataStart, metadataStart + metadataSize));
+        if (countProblem !== null)
+            throw this.corrupt(countProblem, start);
+        let message;
+        let header;
+        try {
+            // arrow-js decodes the header lazily: decode it here, where a broken flatbuffer is still ours to report
+            message = Message.decode(bytes.subarray(metadataStart, metadataStart + metadataSize));
+            header = message.header();
+        }
+        catch (cause) {
+            throw this.corrupt(`unreadable message metadata: ${cause.message}`, start, cause);
+        }
+        if (header === null || header === undefined)
+            throw this.corrupt('message metadata without a header', start);
+        const bodyStart = metadataStart + metadataSize;
+        const bodyLength = Number(message.bodyLength);
+        if (!Number.isSafeInteger(bodyLength) || bodyLength < 0 || bodyStart + bodyLength > bytes.byteLength) {
+            throw this.corrupt(`message body of ${message.bodyLength} bytes runs past the end of the stream`, start);
+        }
+        this.position = bodyStart + bodyLength;
+        return { message, header, body: bytes.subarray(bodyStart, bodyStart + bodyLength), start };
+    }
+    corrupt(what, offsetInStream, cause) {
+        const where = { ...this.where, offset: (this.where.offset ?? 0) + offsetInStream };
+        return new ShuffleError('CS_CORRUPT_DATA', `invalid Arrow IPC stream: ${what}`, where, { cause });
+    }
+}
+async function loadColumns(header, body, types, dictionaries, version, messages, messageStart, maxBufferBytes) {
+    for (const region of header.buffers) {
+        if (region.offset < 0 || region.length < 0 || region.offset + region.length > body.byteLength) {
+            throw messages.corrupt(`buffer [${region.offset}, +${region.length}) lies outside the message body`, messageStart);
+        }
+    }
+    let loadedBody = body;
+    let regions = header.buffers;
+    if (header.compression !== null) {
+        ({ body: loadedBody, regions } = await decompressBody(header, body, messages, messageStart, maxBufferBytes));
+    }
+    try {
+        return new VectorLoader(loadedBody, header.nodes, regions, dictionaries, version, header.variadicBufferCounts).visitMany(types);
+    }
+    catch (cause) {
+        throw messages.corrupt(`cannot load record batch: ${cause.message}`, messageStart, cause);
+    }
+}
+/**
+ * Decompresses every buffer of a compressed body into one fresh, 8-aligned body.
+ * ```text
+ * region bytes: int64 LE uncompressedLength | frame    (uncompressedLength >= 0)
+ *               int64 LE -1                 | raw bytes
+ *               (empty)                                  (length-0 buffer)
+ * ```
+ */
+async function decompressBody(header, body, messages, messageStart, maxBufferBytes) {
+    const codec = codecByArrowType(header.compression.type);
+    let total = 0;
+    const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
+    const pieces = await Promise.all(header.buffers.map(async (region, index) => {
+        if (region.length === 0)
+            return body.subarray(0, 0);
+        if (region.length < 8)
+            throw messages.corrupt(`compressed buffer ${index} is shorter than its length prefix`, messageStart);
+        const declared = view.getBigInt64(region.offset, true);
+        const payload = body.subarray(region.offset + 8, region.offset + region.length);
+        if (declared === -1n)
+            return payload;
+        // lengths are checked before anything is allocated: a decompression bomb is refused, not attempted
+        total += Number(declared);
+        if (declared < 0n || declared > BigInt(maxBufferBytes) || total > maxBufferBytes) {
+            throw messages.corrupt(`buffer ${index} claims ${declared} bytes uncompressed, over the ${maxBufferBytes}-byte limit`, messageStart);
+        }
+        const mismatch = codec.sizeMismatch(payload, Number(declared));
+        if (mismatch !== null)
+            throw messages.corrupt(`buffer ${index} claims ${declared} bytes uncompressed but ${mismatch}`, messageStart);
+        let out;
+        try {
+            out = await codec.decompress(payload);
+        }
+        catch (cause) {
+            throw messages.corrupt(`cannot decompress buffer ${index}: ${cause.message}`, messageStart, cause);
+        }
+        if (BigInt(out.byteLength) !== declared) {
+            throw messages.corrupt(`buffer ${index} decompressed to ${out.byteLength} bytes, its prefix says ${declared}`, messageStart);
+        }
+        return out;
+    }));
+    return assembleBody(pieces);
+}
+/** Lays buffers out as an uncompressed IPC body: each at an 8-aligned offset. */
+function assembleBody(pieces) {
+    let total = 0;
+    for (const piece of pieces)
+        total += piece.byteLength + padding8(piece.byteLength);
+    const out = new Uint8Array(total);
+    const regions = [];
+    let offset = 0;
+    for (const piece of pieces) {
+        out.set(piece, offset);
+        regions.push(new BufferRegion(offset, piece.byteLength));
+        offset += piece.byteLength + padding8(piece.byteLength);
+    }
+    return { body: out, regions };
+}
+/**
+ * A RecordBatch over uncompressed body buffers in IPC order (as a partition
+ * buffer's snapshot produces them), loaded by arrow-js's own VectorLoader;
+ * dictionary columns point into `dictionaries` (by dictionary id).
+ */
+export function recordBatchFromBuffers(schema, rows, nodes, buffers, dictionaries = new Map()) {
+    const children = loadFromBuffers(schema.fields.map((f) => f.type), nodes, buffers, dictionaries);
+    return new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rows, nullCount: 0, children }));
+}
+/** One column over uncompressed body buffers in IPC order (see recordBatchFromBuffers). */
+export function dataFromBuffers(type, nodes, buffers, dictionaries = new Map()) {
+    return loadFromBuffers([type], nodes, buffers, dictionaries)[0];
+}
+function loadFromBuffers(types, nodes, buffers, dictionaries) {
+    const { body, regions } = assembleBody(buffers);
+    const fieldNodes = nodes.map((n) => new FieldNode(n.length, n.nullCount));
+    return new VectorLoader(body, fieldNodes, regions, dictionaries).visitMany(types);
+}

@@ -1,0 +1,151 @@
+import { Field } from 'apache-arrow';
+import { columnLayoutOf } from '../writer/column-layout.js';
+/**
+ * Checks that a column loaded from IPC bytes is consistent with its declared
+ * length before anyone indexes into it (arrow-js does not validate; arrow-rs
+ * and Arrow C++ do the same checks before handing data out), at every nesting
+ * level:
+ *
+ * - validity, when there are nulls, covers offset + length bits;
+ * - fixed-width values and dictionary indices cover offset + length rows, booleans bits;
+ * - binary and list offsets cover length + 1 entries, start at or above 0,
+ *   never decrease, and stay within the data buffer or the child;
+ * - a struct's and a sparse union's children, and a fixed-size list's child
+ *   (x listSize), are at least as long as the parent needs;
+ * - union type ids are ones the type declares, dense offsets lie within the child;
+ * - dictionary indices of valid rows lie within the dictionary.
+ *
+ * Returns why the column is inconsistent, or null. A column whose type this
+ * library does not split (views) is left to arrow-js's own loading.
+ */
+export function columnInconsistency(data) {
+    let layout;
+    try {
+        layout = columnLayoutOf(new Field('c', data.type));
+    }
+    catch {
+        return null;
+    }
+    return check(data, layout, data.offset + data.length);
+}
+/** `rows`: how many rows of `data` (counting from its buffers' start) are reachable. */
+function check(data, layout, rows) {
+    if (layout.kind === 'null')
+        return null;
+    const length = data.length;
+    const bitmap = data.nullBitmap;
+    if (data.nullCount > 0 && bitmap !== undefined && bitmap !== null && bitmap.byteLength > 0 && bitmap.byteLength * 8 < rows) {
+        return `its validity bitmap holds ${bitmap.byteLength * 8} bits for ${rows} rows`;
+    }
+    const values = data.values;
+    const valueBytes = values?.byteLength ?? 0;
+    switch (layout.kind) {
+        case 'bool':
+            return valueBytes * 8 < rows ? `its values hold ${valueBytes * 8} bits for ${rows} rows` : null;
+        case 'fixed-width':
+            // fixed-width values are already sliced to the data's offset
+            return valueBytes < length * layout.byteWidth ? `its values hold ${valueBytes} bytes for ${length} rows of ${layout.byteWidth}` : null;
+        case 'binary':
+            return offsetsProblem(data, valueBytes, 'data bytes');
+        case 'list': {
+            const child = data.children[0];
+            if (child === undefined)
+                return 'it has no child';
+            const problem = offsetsProblem(data, child.length, 'child rows');
+            return problem ?? within('its child', check(child, layout.child, child.offset + child.length));
+        }
+        case 'fixed-size-list': {
+            const child = data.children[0];
+            if (child === undefined)
+                return 'it has no child';
+            if (child.length < length * layout.listSize)
+                return `its child has ${child.length} rows for ${length} lists of ${layout.listSize}`;
+            return within('its child', check(child, layout.child, child.offset + child.length));
+        }
+        case 'struct':
+            for (let c = 0; c < layout.children.length; c++) {
+                const child = data.children[c];
+                if (child === undefined)
+                    return `it has no child ${c}`;
+                if (child.length < length)
+                    return `its child ${c} has ${child.length} rows for ${length}`;
+                const problem = check(child, layout.children[c], child.offset + child.length);
+                if (problem !== null)
+                    return within(`its child ${c}`, problem);
+            }
+            return null;
+        case 'union':
+            return unionProblem(data, layout);
+        case 'dictionary': {
+            if (valueBytes < length * layout.indexWidth)
+                return `its indices hold ${valueBytes} bytes for ${length} rows of ${layout.indexWidth}`;
+            const size = data.dictionary?.length ?? 0;
+            const indices = data.values;
+            for (let i = 0; i < length; i++) {
+                if (!data.getValid(i))
+                    continue;
+                const index = Number(indices[i]);
+                if (!(index >= 0 && index < size))
+                    return `row ${i} points at dictionary value ${index} of ${size}`;
+            }
+            return null;
+        }
+    }
+}
+function within(where, problem) {
+    return problem === null ? null : `${where}: ${problem}`;
+}
+/** Offsets (sliced to the data) must cover length + 1 entries, start >= 0, never decrease and end within `limit`. */
+function offsetsProblem(data, limit, what) {
+    const offsets = data.valueOffsets;
+    const length = data.length;
+    if (offsets === undefined || offsets.length < length + 1)
+        return `it has ${offsets?.length ?? 0} offsets for ${length} rows`;
+    let previous = Number(offsets[0]);
+    if (previous < 0)
+        return `its first offset is ${previous}`;
+    for (let i = 1; i <= length; i++) {
+        const next = Number(offsets[i]);
+        if (next < previous)
+            return `its offsets decrease at row ${i - 1}`;
+        previous = next;
+    }
+    return previous > limit ? `its last offset ${previous} lies beyond its ${limit} ${what}` : null;
+}
+function unionProblem(data, layout) {
+    const length = data.length;
+    const typeIds = data.typeIds;
+    if (typeIds === undefined || typeIds.length < length)
+        return `it has ${typeIds?.length ?? 0} type ids for ${length} rows`;
+    for (let i = 0; i < length; i++) {
+        const id = typeIds[i];
+        if (id < 0 || layout.childIndex[id] === -1)
+            return `row ${i} has type id ${id}, which the union does not declare`;
+    }
+    const children = data.children;
+    if (children.length < layout.children.length)
+        return `it has ${children.length} children for ${layout.children.length}`;
+    if (layout.mode === 'dense') {
+        const offsets = data.valueOffsets;
+        if (offsets === undefined || offsets.length < length)
+            return `it has ${offsets?.length ?? 0} offsets for ${length} rows`;
+        for (let i = 0; i < length; i++) {
+            const child = children[layout.childIndex[typeIds[i]]];
+            if (!(offsets[i] >= 0 && offsets[i] < child.length))
+                return `row ${i} points at row ${offsets[i]} of a child with ${child.length}`;
+        }
+    }
+    else {
+        for (let c = 0; c < layout.children.length; c++) {
+            if (children[c].length < length)
+                return `its child ${c} has ${children[c].length} rows for ${length}`;
+        }
+    }
+    for (let c = 0; c < layout.children.length; c++) {
+        const child = children[c];
+        const problem = check(child, layout.children[c], child.offset + child.length);
+        if (problem !== null)
+            return within(`its child ${c}`, problem);
+    }
+    return null;
+}

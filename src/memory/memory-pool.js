@@ -1,0 +1,211 @@
+import { ShuffleError } from '../errors.js';
+/**
+ * A byte budget shared by named consumers (one per writer, merger, reader...).
+ * The budget is a promise about ArrayBuffers: every consumer reserves before it
+ * allocates and releases after it drops, counting each ArrayBuffer once.
+ *
+ * Protocol, for a consumer:
+ * 1. `const r = pool.register(name, reclaimable?)`
+ * 2. before allocating: `r.tryGrow(n)` (false is the normal signal: spill and
+ *    retry) or `await r.grow(n)`, which asks reclaimable consumers, largest first,
+ *    to free memory and fails with `MemoryLimitError` only when nothing more can
+ *    be freed;
+ * 3. after dropping: `r.shrink(n)`; at the end `r.free()` (also unregisters).
+ */
+export class MemoryPool {
+    /** The byte limit, or Infinity for an unbounded pool. */
+    limit;
+    reservedBytes = 0;
+    peakBytes = 0;
+    reservations = new Set();
+    constructor(limit = Number.POSITIVE_INFINITY) {
+        if (!(limit > 0))
+            throw new ShuffleError('CS_INVALID_ARGUMENT', `a memory limit must be a positive number of bytes, got ${String(limit)}`);
+        this.limit = limit;
+    }
+    /** Bytes currently reserved by all consumers. */
+    get reserved() {
+        return this.reservedBytes;
+    }
+    /** The highest `reserved` has been. */
+    get peak() {
+        return this.peakBytes;
+    }
+    get available() {
+        return this.limit - this.reservedBytes;
+    }
+    /** Registers a consumer; pass `reclaimable` if it can give memory back on request. */
+    register(name, reclaimable) {
+        const reservation = new MemoryReservation(this, name, reclaimable ?? null);
+        this.reservations.add(reservation);
+        return reservation;
+    }
+    /** Each consumer's current and peak reservation, largest first (for error messages and metrics). */
+    consumers() {
+        return [...this.reservations]
+            .map((r) => ({ name: r.name, reserved: r.size, peak: r.peak }))
+            .sort((a, b) => b.reserved - a.reserved);
+    }
+    /** @internal */
+    _tryGrow(bytes) {
+        if (this.reservedBytes + bytes > this.limit)
+            return false;
+        this.reservedBytes += bytes;
+        if (this.reservedBytes > this.peakBytes)
+            this.peakBytes = this.reservedBytes;
+        return true;
+    }
+    /** @internal */
+    _shrink(bytes) {
+        this.reservedBytes -= bytes;
+    }
+    /** @internal whether some consumer is reclaiming right now (memory may free up soon) */
+    _anyReclaiming() {
+        for (const r of this.reservations)
+            if (r.reclaiming !== null)
+                return true;
+        return false;
+    }
+    /** @internal */
+    _unregister(reservation) {
+        this.reservations.delete(reservation);
+    }
+    /**
+     * @internal Asks reclaimable consumers, largest first (the requester last),
+     * to free `bytes`; returns bytes freed. A consumer that is already reclaiming
+     * for someone else is waited for instead of asked twice. Another consumer whose
+     * reclaim fails (a disk error while spilling) is skipped, its error kept as the
+     * cause should the reservation fail in the end; the requester's own failure
+     * is returned to be thrown as it is.
+     */
+    async _reclaim(bytes, requester) {
+        let freed = 0;
+        const errors = [];
+        let ownError = undefined;
+        const candidates = [...this.reservations]
+            .filter((r) => r.reclaimable !== null && r.size > 0)
+            .sort((a, b) => (a === requester ? 1 : 0) - (b === requester ? 1 : 0) || b.size - a.size);
+        for (const candidate of candidates) {
+            if (freed >= bytes)
+                break;
+            if (candidate.reclaiming !== null) {
+                await candidate.reclaiming.catch(() => undefined);
+                continue;
+            }
+            const reclaiming = candidate.reclaimable.reclaim(bytes - freed);
+            candidate.reclaiming = reclaiming;
+            try {
+                freed += await reclaiming;
+            }
+            catch (error) {
+                if (candidate === requester)
+                    ownError = error;
+                else
+                    errors.push(error);
+            }
+            finally {
+                candidate.reclaiming = null;
+            }
+        }
+        return { freed, errors, ownError };
+    }
+}
+/** One consumer's share of a MemoryPool. */
+export class MemoryReservation {
+    pool;
+    name;
+    reclaimable;
+    bytes = 0;
+    peakBytes = 0;
+    /** @internal the reclaim the pool is running on this consumer, if any */
+    reclaiming = null;
+    /** @internal */
+    constructor(pool, name, reclaimable) {
+        this.pool = pool;
+        this.name = name;
+        this.reclaimable = reclaimable;
+    }
+    get size() {
+        return this.bytes;
+    }
+    get peak() {
+        return this.peakBytes;
+    }
+    /** Reserves `bytes` if the pool has them; false means "free something and retry". */
+    tryGrow(bytes) {
+        assertBytes(bytes);
+        if (!this.pool._tryGrow(bytes))
+            return false;
+        this.bytes += bytes;
+        if (this.bytes > this.peakBytes)
+            this.peakBytes = this.bytes;
+        return true;
+    }
+    /**
+     * Reserves `bytes`, asking reclaimable consumers (other ones first, this one
+     * last) to free memory when the pool is short. Throws MemoryLimitError when
+     * not enough can be freed.
+     */
+    async grow(bytes) {
+        if (this.tryGrow(bytes))
+            return;
+        const errors = [];
+        for (let attempt = 0; attempt < MAX_RECLAIM_ROUNDS; attempt++) {
+            const missing = bytes - this.pool.available;
+            const result = await this.pool._reclaim(missing, this);
+            if (result.ownError !== undefined)
+                throw result.ownError; // e.g. this consumer's own spill hit a full disk
+            errors.push(...result.errors);
+            if (this.tryGrow(bytes))
+                return;
+            if (result.freed === 0 && result.errors.length === 0 && !this.pool._anyReclaiming())
+                break;
+        }
+        throw new MemoryLimitError(this.name, bytes, this.bytes, this.pool, errors[0]);
+    }
+    /** Releases `bytes` of this reservation. */
+    shrink(bytes) {
+        assertBytes(bytes);
+        if (bytes > this.bytes)
+            throw new RangeError(`${this.name} releases ${bytes} bytes but holds ${this.bytes}`);
+        this.bytes -= bytes;
+        this.pool._shrink(bytes);
+    }
+    /** Sets the reservation to exactly `bytes` (growing through tryGrow semantics: false if refused). */
+    tryResize(bytes) {
+        if (bytes >= this.bytes)
+            return this.tryGrow(bytes - this.bytes);
+        this.shrink(this.bytes - bytes);
+        return true;
+    }
+    /** Releases everything and leaves the pool. */
+    free() {
+        if (this.bytes > 0)
+            this.shrink(this.bytes);
+        this.pool._unregister(this);
+    }
+}
+/** Rounds of asking consumers to free memory before a grow gives up. */
+const MAX_RECLAIM_ROUNDS = 4;
+function assertBytes(bytes) {
+    if (!(Number.isSafeInteger(bytes) && bytes >= 0))
+        throw new RangeError(`a reservation change must be a whole number of bytes >= 0, got ${bytes}`);
+}
+/** The pool could not grant a reservation even after asking every reclaimable consumer. */
+export class MemoryLimitError extends ShuffleError {
+    name = 'MemoryLimitError';
+    requester;
+    requested;
+    constructor(requester, requested, held, pool, cause) {
+        const top = pool
+            .consumers()
+            .slice(0, 3)
+            .map((c) => `${c.name} ${c.reserved}`)
+            .join(', ');
+        super('CS_MEMORY_LIMIT', `${requester} asked for ${requested} more bytes (holding ${held}) but the pool has ${pool.available} of ${pool.limit} left ` +
+            `and nothing more could be freed (largest consumers: ${top})` +
+            (cause instanceof Error ? `; a reclaim failed: ${cause.message}` : ''), {}, { cause });
+        this.requester = requester;
+        this.requested = requested;
+    }
+}

@@ -1,0 +1,94 @@
+import { fixedBytesPerRow } from './column-layout.js';
+import { grownDataCapacity, hasOwnLength, hasValidity } from './column-buffer.js';
+import { binaryBytesOf } from './split-binary.js';
+import { selectedRows } from './split-plan.js';
+/**
+ * The buffers one column of one partition must get before a planned split
+ * writes into them, node by node through the nesting, and what they cost: the
+ * caller reserves `bytesAfter` (old and new buffers exist together while rows
+ * are copied), applies, then releases `bytesBefore`. Nothing is allocated
+ * until `apply`.
+ */
+export class BufferGrowth {
+    changes = [];
+    bytesBefore = 0;
+    bytesAfter = 0;
+    get empty() {
+        return this.changes.length === 0;
+    }
+    /**
+     * Plans `node` (holding `keep` rows) for partition p's rows of `plan` at a
+     * capacity of `capacity` rows. Children with lengths of their own (list,
+     * dense union) grow by half again when full; children sharing the parent's
+     * rows follow its capacity. `dataBytesFor(capacity)` sizes a re-allocated
+     * binary data buffer (the writer's running average), at least what is needed.
+     */
+    plan(plan, p, node, keep, capacity, dataBytesFor) {
+        const { layout } = node;
+        const validity = hasValidity(layout) && (node.validity !== null || plan.src.validity !== null);
+        let dataBytes = node.data.byteLength;
+        const resize = capacity !== node.capacity;
+        if (layout.kind === 'binary') {
+            const incoming = binaryBytesOf(plan.src, plan.sel.rowIds, plan.sel.starts[p], plan.sel.starts[p + 1]);
+            const needed = node.dataLength + incoming;
+            // a nested binary node has no running average of its own: size it like the rows arriving now
+            const estimate = dataBytesFor ?? ((rows) => Math.ceil((incoming / Math.max(1, selectedRows(plan.sel, p))) * rows));
+            dataBytes = resize ? Math.max(needed, estimate(capacity)) : grownDataCapacity(dataBytes, needed);
+        }
+        if (resize || validity !== (node.validity !== null) || dataBytes !== node.data.byteLength) {
+            this.changes.push({ node, capacity, keep, validity, dataBytes });
+            this.bytesBefore += node.ownBytes;
+            this.bytesAfter += node.bytesFor(capacity, validity, dataBytes);
+        }
+        plan.children.forEach((childPlan, i) => {
+            const child = node.children[i];
+            if (hasOwnLength(layout)) {
+                // a full child: grow by half, or at once to what a full parent would need at the rate rows arrive now
+                const used = node.childRows[i];
+                const incoming = selectedRows(childPlan.sel, p);
+                const needed = used + incoming;
+                const perRow = incoming / Math.max(1, selectedRows(plan.sel, p));
+                const grown = Math.max(needed, Math.ceil(child.capacity * 1.5), Math.ceil(perRow * capacity));
+                this.plan(childPlan, p, child, used, needed > child.capacity ? grown : child.capacity);
+            }
+            else if (layout.kind === 'fixed-size-list') {
+                this.plan(childPlan, p, child, keep * layout.listSize, capacity * layout.listSize);
+            }
+            else {
+                this.plan(childPlan, p, child, keep, capacity);
+            }
+        });
+        return this;
+    }
+    /** Re-allocates the planned buffers (the memory must be reserved). */
+    apply() {
+        for (const { node, capacity, keep, validity, dataBytes } of this.changes) {
+            if (capacity !== node.capacity)
+                node.resize(capacity, keep, dataBytes);
+            else if (dataBytes !== node.data.byteLength)
+                node.setDataCapacity(dataBytes);
+            if (validity)
+                node.ensureValidity(capacity);
+        }
+    }
+}
+/**
+ * Bytes the nested levels of a planned column take across all its selected
+ * rows (children's values, offsets and binary data; not the top level's own):
+ * the writer's running average of them enters bytesPerRow, as Gluten's
+ * complexTotalSizeBytes_ does since its #8089.
+ */
+export function nestedBytes(plan, top = true) {
+    let bytes = 0;
+    if (!top) {
+        const sel = plan.sel;
+        const partitions = sel.starts.length - 1;
+        const rows = sel.starts[partitions] - sel.starts[0];
+        bytes += rows * fixedBytesPerRow(plan.src.layout);
+        if (plan.src.layout.kind === 'binary')
+            bytes += binaryBytesOf(plan.src, sel.rowIds, sel.starts[0], sel.starts[partitions]);
+    }
+    for (const child of plan.children)
+        bytes += nestedBytes(child, false);
+    return bytes;
+}

@@ -1,0 +1,297 @@
+import { countZeroBits, setBits } from './split-bits.js';
+const EMPTY = new Uint8Array(0);
+const EMPTY32 = new Int32Array(0);
+/** The offsets of an empty binary or list node that was never allocated: a single 0 (Arrow wants rows + 1 offsets). */
+const ZERO_OFFSETS = new Uint8Array(8);
+/** How many bytes the values buffer of `rows` rows takes for this layout, rounded up to whole 32-bit words. */
+function valuesBytes(layout, rows) {
+    switch (layout.kind) {
+        case 'null':
+        case 'struct':
+        case 'fixed-size-list':
+            return 0;
+        case 'bool':
+            return roundUp4((rows + 7) >>> 3);
+        case 'fixed-width':
+            return roundUp4(rows * layout.byteWidth);
+        case 'dictionary':
+            return roundUp4(rows * layout.indexWidth);
+        case 'union':
+            return roundUp4(rows); // int8 type ids
+        case 'binary':
+        case 'list':
+            return (rows + 1) * layout.offsetWidth;
+    }
+}
+/** Bytes of a dense union's int32 offsets for `rows` rows. */
+function unionOffsetBytes(layout, rows) {
+    return layout.kind === 'union' && layout.mode === 'dense' ? rows * 4 : 0;
+}
+/** Whether the layout has a validity bitmap at all (unions and the null type do not). */
+export function hasValidity(layout) {
+    return layout.kind !== 'null' && layout.kind !== 'union';
+}
+/** The binary data capacity after growing `current` to hold `needed` bytes. */
+export function grownDataCapacity(current, needed) {
+    return needed <= current ? current : Math.min(0x7fffffff, Math.max(needed, Math.ceil(current * 1.5)));
+}
+function roundUp4(n) {
+    return (n + 3) & ~3;
+}
+/**
+ * How many rows child i of a node holding `rows` rows has: its own count for
+ * the children with lengths of their own (list, dense union), the parent's
+ * rows for struct and sparse union children, rows x listSize for a
+ * fixed-size list.
+ */
+export function childRowsOf(node, i, rows) {
+    const { layout } = node;
+    if (layout.kind === 'list' || (layout.kind === 'union' && layout.mode === 'dense'))
+        return node.childRows[i];
+    if (layout.kind === 'fixed-size-list')
+        return rows * layout.listSize;
+    return rows;
+}
+/** Whether child i's length is its own (list, dense union) rather than derived from the parent's rows. */
+export function hasOwnLength(layout) {
+    return layout.kind === 'list' || (layout.kind === 'union' && layout.mode === 'dense');
+}
+/**
+ * One column's buffers inside one partition buffer (or one node of a nested
+ * column), pre-allocated for `capacity` rows. A nested column is a tree of
+ * them: `children` parallel to the layout's children. Children whose length
+ * is their own (a list's child, a dense union's children) keep it in the
+ * parent's `childRows`; the others have as many rows as the parent (struct,
+ * sparse union) or rows x listSize (fixed-size list).
+ */
+export class ColumnBuffer {
+    layout;
+    /** rows the buffers are allocated for */
+    capacity = 0;
+    /** validity bits, allocated only once the column has had a null (Gluten's sticky inputHasNull) */
+    validity = null;
+    /** fixed-width values, boolean bits, binary or list offsets, dictionary indices or union type ids */
+    values = EMPTY;
+    values16 = new Uint16Array(0);
+    values32 = EMPTY32;
+    /** binary value bytes; dataLength of them are used */
+    data = EMPTY;
+    dataLength = 0;
+    /** dense union offsets into each child */
+    unionOffsets = EMPTY32;
+    children;
+    /** rows used in each child with a length of its own (list, dense union); unused otherwise */
+    childRows;
+    constructor(layout) {
+        this.layout = layout;
+        const childLayouts = layout.kind === 'list' || layout.kind === 'fixed-size-list' ? [layout.child] : layout.kind === 'struct' || layout.kind === 'union' ? layout.children : [];
+        this.children = childLayouts.map((child) => new ColumnBuffer(child));
+        this.childRows = this.children.map(() => 0);
+    }
+    /** Bytes held by this column's buffers, children included. */
+    get allocatedBytes() {
+        let bytes = this.ownBytes;
+        for (const child of this.children)
+            bytes += child.allocatedBytes;
+        return bytes;
+    }
+    /** Bytes held by this node's own buffers (not its children's). */
+    get ownBytes() {
+        return (this.validity?.byteLength ?? 0) + this.values.byteLength + this.data.byteLength + this.unionOffsets.byteLength;
+    }
+    /** What ownBytes would be for `capacity` rows, with or without validity, and `dataBytes` of binary data. */
+    bytesFor(capacity, withValidity, dataBytes) {
+        const validity = withValidity ? roundUp4((capacity + 7) >>> 3) : 0;
+        return validity + valuesBytes(this.layout, capacity) + unionOffsetBytes(this.layout, capacity) + (this.layout.kind === 'binary' ? dataBytes : 0);
+    }
+    /** What allocatedBytes would be after `shrinkTo(rows)`. */
+    fittedBytes(rows) {
+        let bytes = this.bytesFor(rows, this.validity !== null, this.dataLength);
+        this.children.forEach((child, i) => (bytes += child.fittedBytes(childRowsOf(this, i, rows))));
+        return bytes;
+    }
+    /** Cuts every buffer, children included, down to what `rows` rows use (reclaim's shrink). */
+    shrinkTo(rows) {
+        this.children.forEach((child, i) => child.shrinkTo(childRowsOf(this, i, rows)));
+        this.resize(rows, rows, this.dataLength);
+    }
+    /** Bytes `snapshot(rows)` copies, children included. */
+    snapshotBytes(rows) {
+        const { layout } = this;
+        const validity = this.validity === null ? 0 : (rows + 7) >>> 3;
+        let bytes = 0;
+        switch (layout.kind) {
+            case 'null':
+                return 0;
+            case 'bool':
+                bytes = validity + ((rows + 7) >>> 3);
+                break;
+            case 'fixed-width':
+                bytes = validity + rows * layout.byteWidth;
+                break;
+            case 'dictionary':
+                bytes = validity + rows * layout.indexWidth;
+                break;
+            case 'binary':
+                bytes = validity + (rows + 1) * layout.offsetWidth + this.dataLength;
+                break;
+            case 'list':
+                bytes = validity + (rows + 1) * layout.offsetWidth;
+                break;
+            case 'fixed-size-list':
+            case 'struct':
+                bytes = validity;
+                break;
+            case 'union':
+                bytes = rows + unionOffsetBytes(layout, rows);
+                break;
+        }
+        this.children.forEach((child, i) => (bytes += child.snapshotBytes(childRowsOf(this, i, rows))));
+        return bytes;
+    }
+    /** This buffer's first `rows` rows as a split source (to append them to another buffer). */
+    asSource(rows) {
+        const { layout } = this;
+        const offsetStride = (layout.kind === 'binary' || layout.kind === 'list') && layout.offsetWidth === 8 ? 2 : 1;
+        const offsets = layout.kind === 'binary' || layout.kind === 'list' ? this.values32 : layout.kind === 'union' && layout.mode === 'dense' ? this.unionOffsets : null;
+        return {
+            layout,
+            length: rows,
+            validity: this.validity !== null && countZeroBits(this.validity, rows) > 0 ? this.validity : null,
+            bitOffset: 0,
+            bytes: layout.kind === 'binary' ? this.data : this.values,
+            words16: this.values16,
+            words32: this.values32,
+            offsets,
+            offsetStride,
+            children: this.children.map((child, i) => child.asSource(childRowsOf(this, i, rows))),
+            dictionary: null,
+        };
+    }
+    /** Drops every buffer (capacity 0), children included; returns the bytes released. */
+    release() {
+        let bytes = this.ownBytes;
+        for (const child of this.children)
+            bytes += child.release();
+        this.capacity = 0;
+        this.validity = null;
+        this.setValues(EMPTY);
+        this.data = EMPTY;
+        this.dataLength = 0;
+        this.unionOffsets = EMPTY32;
+        this.childRows.fill(0);
+        return bytes;
+    }
+    /**
+     * Re-sizes this node's own buffers to `capacity` rows keeping the first
+     * `keep` rows (children are re-sized on their own). Binary data gets
+     * `dataBytes` (at least what is kept).
+     */
+    resize(capacity, keep, dataBytes) {
+        const values = new Uint8Array(valuesBytes(this.layout, capacity));
+        values.set(this.values.subarray(0, Math.min(valuesBytes(this.layout, keep), values.byteLength)));
+        this.setValues(values);
+        if (this.validity !== null) {
+            const validity = new Uint8Array(roundUp4((capacity + 7) >>> 3)).fill(0xff);
+            validity.set(this.validity.subarray(0, Math.min((keep + 7) >>> 3, validity.byteLength)));
+            this.validity = validity;
+        }
+        if (this.layout.kind === 'binary') {
+            const data = new Uint8Array(Math.max(dataBytes, this.dataLength));
+            data.set(this.data.subarray(0, this.dataLength));
+            this.data = data;
+        }
+        if (this.layout.kind === 'union' && this.layout.mode === 'dense') {
+            const offsets = new Int32Array(capacity);
+            offsets.set(this.unionOffsets.subarray(0, Math.min(keep, capacity)));
+            this.unionOffsets = offsets;
+        }
+        this.capacity = capacity;
+    }
+    /** Allocates the validity bitmap with the `filled` rows so far marked valid. */
+    ensureValidity(capacity) {
+        if (this.validity === null)
+            this.validity = new Uint8Array(roundUp4((capacity + 7) >>> 3)).fill(0xff);
+    }
+    /** Marks rows [from, from + count) valid (input rows of a batch without nulls). */
+    markValid(from, count) {
+        if (this.validity !== null)
+            setBits(this.validity, from, count);
+    }
+    /** Grows binary data to hold `bytes`, by at least half again (Gluten grows ×1.5, ×1.25, ...; we keep ×1.5). */
+    ensureDataCapacity(bytes) {
+        if (bytes > this.data.byteLength)
+            this.setDataCapacity(grownDataCapacity(this.data.byteLength, bytes));
+    }
+    /** Re-allocates binary data to exactly `bytes` (>= dataLength), keeping what is used. */
+    setDataCapacity(bytes) {
+        if (bytes > 0x7fffffff)
+            throw new RangeError('a partition buffer would hold more than 2 GiB of binary data');
+        const data = new Uint8Array(bytes);
+        data.set(this.data.subarray(0, this.dataLength));
+        this.data = data;
+    }
+    /** Forgets the rows (after they became a payload); buffers are kept for reuse. */
+    clear() {
+        this.dataLength = 0;
+        this.childRows.fill(0);
+        for (const child of this.children)
+            child.clear();
+    }
+    /**
+     * The first `rows` rows as Arrow body buffers and field nodes, in IPC order
+     * (this node, then its children depth first): copies by default (they may be
+     * compressed asynchronously while this buffer is refilled), or views when
+     * `copy` is false (written out before this buffer changes again).
+     */
+    snapshot(rows, nodes, buffers, copy = true) {
+        const take = (array, bytes) => (copy ? array.slice(0, bytes) : array.subarray(0, bytes));
+        // bits past the last row are zeroed, as the Arrow format recommends (they hold 1s and stale rows here)
+        const bitmap = (array) => {
+            const out = take(array, (rows + 7) >>> 3);
+            if ((rows & 7) !== 0)
+                out[out.length - 1] &= (1 << (rows & 7)) - 1;
+            return out;
+        };
+        const { layout } = this;
+        if (layout.kind === 'null') {
+            nodes.push({ length: rows, nullCount: rows });
+            return;
+        }
+        if (layout.kind === 'union') {
+            nodes.push({ length: rows, nullCount: 0 });
+            buffers.push(take(this.values, rows));
+            if (layout.mode === 'dense')
+                buffers.push(take(new Uint8Array(this.unionOffsets.buffer, this.unionOffsets.byteOffset, rows * 4), rows * 4));
+        }
+        else {
+            const nullCount = this.validity === null ? 0 : countZeroBits(this.validity, rows);
+            nodes.push({ length: rows, nullCount });
+            buffers.push(nullCount === 0 ? EMPTY : bitmap(this.validity));
+            switch (layout.kind) {
+                case 'bool':
+                    buffers.push(bitmap(this.values));
+                    break;
+                case 'fixed-width':
+                    buffers.push(take(this.values, rows * layout.byteWidth));
+                    break;
+                case 'dictionary':
+                    buffers.push(take(this.values, rows * layout.indexWidth));
+                    break;
+                case 'binary':
+                    buffers.push(this.capacity === 0 ? ZERO_OFFSETS.subarray(0, layout.offsetWidth) : take(this.values, (rows + 1) * layout.offsetWidth));
+                    buffers.push(take(this.data, this.dataLength));
+                    break;
+                case 'list':
+                    buffers.push(this.capacity === 0 ? ZERO_OFFSETS.subarray(0, layout.offsetWidth) : take(this.values, (rows + 1) * layout.offsetWidth));
+                    break;
+            }
+        }
+        this.children.forEach((child, i) => child.snapshot(childRowsOf(this, i, rows), nodes, buffers, copy));
+    }
+    setValues(values) {
+        this.values = values;
+        this.values16 = new Uint16Array(values.buffer, 0, values.byteLength >>> 1);
+        this.values32 = new Int32Array(values.buffer, 0, values.byteLength >>> 2);
+    }
+}

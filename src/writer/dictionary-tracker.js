@@ -1,0 +1,285 @@
+import { ShuffleError } from '../errors.js';
+import { STORE_RAW } from '../format/compression-advisor.js';
+import { compressionBound, encodeRecordBatchMessage } from '../format/ipc-message.js';
+import { IdentityRows, onePartition, planAppend, splitAppend } from './append-rows.js';
+import { ColumnBuffer } from './column-buffer.js';
+import { isFlat } from './column-layout.js';
+import { prepareSourceColumn } from './source-column.js';
+import { ScratchSelections, withScratchMemory } from './split-plan.js';
+/**
+ * Keeps, per dictionary id, one dictionary for every partition: the values of
+ * the input batches' dictionaries, appended as batches bring new ones, so that
+ * every partition's IPC stream carries standard dictionary batches before the
+ * record batches that need them (the first one replacing, later ones deltas).
+ *
+ * An input dictionary that extends the previous one (the same leading chunks,
+ * as arrow-js builds them from IPC delta batches, or the same leading values)
+ * adds only its new values and keeps its indices. Any other dictionary is
+ * appended whole and its indices are remapped (split-dictionary.ts). When the
+ * indices would outgrow their type, the writer flushes every partition and the
+ * dictionary starts over in a new epoch (a replacement dictionary batch).
+ * Values are not de-duplicated across unrelated dictionaries.
+ *
+ * ```text
+ * partition stream: schema | dict(id, values 0..n) | batch | dict delta(id, n..m) | batch | ...
+ * ```
+ *
+ * Protocol: `register` every dictionary of a batch before it is split (on
+ * "overflow": flush, `restart(id)`, register again), `remap(id)` while
+ * planning its split, `messagesFor(p)` right before each payload of partition
+ * p is stored, `release()` at the end. Memory: the encoded dictionary batches
+ * are reserved in the writer's reservation until `release`.
+ */
+export class DictionaryTracker {
+    reservation;
+    codec;
+    policy;
+    updates;
+    states = new Map();
+    identity = new IdentityRows();
+    scratch;
+    /** bytes this tracker holds in the reservation */
+    held = 0;
+    constructor(layouts, numPartitions, reservation, codec, policy = STORE_RAW, updates = 'delta') {
+        this.reservation = reservation;
+        this.codec = codec;
+        this.policy = policy;
+        this.updates = updates;
+        for (const layout of layouts) {
+            if (this.states.has(layout.id))
+                continue; // fields sharing a dictionary share its state
+            this.states.set(layout.id, {
+                layout,
+                epoch: 0,
+                length: 0,
+                chunks: [],
+                values: null,
+                input: null,
+                remap: null,
+                sentEpoch: new Int32Array(numPartitions).fill(-1),
+                sentChunks: new Uint32Array(numPartitions),
+            });
+        }
+        this.scratch = new ScratchSelections((bytes) => this.tryHold(bytes));
+    }
+    get size() {
+        return this.states.size;
+    }
+    /**
+     * Takes in the dictionary a batch brings for `id`. Returns "overflow" when
+     * its values would push the dictionary past what the index type can point
+     * at: nothing has changed then.
+     */
+    async register(id, dictionary) {
+        const s = this.state(id);
+        if (dictionary === s.input)
+            return 'ok';
+        const inputLength = dictionary.length;
+        let firstNew = 0;
+        let remap = null;
+        if (s.input !== null && extendsDictionary(dictionary, s.input, s.layout.values)) {
+            firstNew = s.input.length;
+            if (s.remap !== null)
+                remap = extendRemap(s.remap, inputLength, firstNew, s.length);
+        }
+        else if (s.input !== null) {
+            remap = extendRemap(new Int32Array(0), inputLength, 0, s.length);
+        }
+        const added = inputLength - firstNew;
+        if (s.length + added - 1 > maxIndex(s.layout))
+            return 'overflow';
+        if (added > 0 || s.chunks.length === 0)
+            await this.appendChunk(s, dictionary, firstNew, inputLength);
+        s.length += added;
+        s.input = dictionary;
+        s.remap = remap;
+        return 'ok';
+    }
+    /** Starts dictionary `id` over, empty, in a new epoch (after the writer flushed every partition). */
+    restart(id) {
+        const s = this.state(id);
+        s.epoch++;
+        s.length = 0;
+        s.chunks = [];
+        if (s.values !== null)
+            this.unhold(s.values.release());
+        s.values = null;
+        s.input = null;
+        s.remap = null;
+    }
+    /** Output index of each input index of the last registered dictionary of `id`, or null when they are equal. */
+    remap(id) {
+        return this.state(id).remap;
+    }
+    /** The dictionary batches partition p's stream lacks, in order; from now on it is counted as having them. */
+    messagesFor(p) {
+        const out = [];
+        for (const s of this.states.values()) {
+            if (s.sentEpoch[p] !== s.epoch) {
+                s.sentEpoch[p] = s.epoch;
+                s.sentChunks[p] = 0;
+            }
+            if (this.updates === 'replacement') {
+                if (s.sentChunks[p] < s.chunks.length)
+                    out.push(s.chunks[s.chunks.length - 1]); // the latest holds every value
+            }
+            else {
+                for (let c = s.sentChunks[p]; c < s.chunks.length; c++)
+                    out.push(s.chunks[c]);
+            }
+            s.sentChunks[p] = s.chunks.length;
+        }
+        return out;
+    }
+    /** Waits for every encoding and releases all the memory this tracker holds. */
+    async release() {
+        await Promise.allSettled([...this.states.values()].flatMap((s) => s.chunks));
+        this.scratch.clear();
+        this.reservation.shrink(this.held);
+        this.held = 0;
+    }
+    state(id) {
+        const s = this.states.get(id);
+        if (s === undefined)
+            throw new ShuffleError('CS_INVALID_ARGUMENT', `no dictionary field has id ${id}`);
+        return s;
+    }
+    /**
+     * Encodes values [from, to) of `dictionary` as the state's next dictionary
+     * batch (with replacements: all values so far). They are first gathered into
+     * one compact buffer (the input may be sliced, chunked, padded), encoded
+     * (compressed), then kept as one array.
+     */
+    async appendChunk(s, dictionary, from, to) {
+        const replacing = this.updates === 'replacement';
+        const column = replacing ? (s.values ??= new ColumnBuffer(s.layout.values)) : new ColumnBuffer(s.layout.values);
+        const before = replacing ? s.length : 0;
+        const rows = before + to - from;
+        try {
+            let filled = before;
+            let chunkStart = 0;
+            for (const data of dictionary.data) {
+                const a = Math.max(from, chunkStart) - chunkStart;
+                const b = Math.min(to, chunkStart + data.length) - chunkStart;
+                chunkStart += data.length;
+                if (b <= a)
+                    continue;
+                await this.append(column, prepareSourceColumn(data, s.layout.values), a, b, filled, Math.max(rows, Math.ceil(column.capacity * 1.5)));
+                filled += b - a;
+            }
+            const nodes = [];
+            const buffers = [];
+            column.snapshot(rows, nodes, buffers, false);
+            const bound = compressionBound(column.snapshotBytes(rows));
+            await this.hold(bound);
+            const target = { id: s.layout.id, isDelta: !replacing && s.chunks.length > 0 };
+            const encoded = await encodeRecordBatchMessage(rows, nodes, buffers, this.codec, this.codec === null ? undefined : this.policy, target);
+            // one compact copy, so the gathered values (and any compressor output) can go
+            const bytes = new Uint8Array(encoded.byteLength);
+            let at = 0;
+            for (const chunk of encoded.chunks) {
+                bytes.set(chunk, at);
+                at += chunk.byteLength;
+            }
+            s.chunks.push(Promise.resolve({ chunks: [bytes], byteLength: bytes.byteLength }));
+            this.unhold(bound - bytes.byteLength);
+        }
+        finally {
+            if (!replacing)
+                this.unhold(column.release());
+        }
+    }
+    async append(column, src, a, b, filled, capacity) {
+        await this.hold(this.identity.bytesFor(b) - this.identity.bytes);
+        const ids = this.identity.get(b);
+        const plan = await withScratchMemory(this.scratch, (bytes) => this.hold(bytes), () => planAppend([src], [column], onePartition(ids, a, b), filled, capacity, this.scratch));
+        await this.hold(plan.growth.bytesAfter);
+        plan.growth.apply();
+        this.unhold(plan.growth.bytesBefore);
+        splitAppend(plan.plans, [column], filled);
+    }
+    async hold(bytes) {
+        await this.reservation.grow(bytes);
+        this.held += bytes;
+    }
+    tryHold(bytes) {
+        if (!this.reservation.tryGrow(bytes))
+            return false;
+        this.held += bytes;
+        return true;
+    }
+    unhold(bytes) {
+        this.reservation.shrink(bytes);
+        this.held -= bytes;
+    }
+}
+/** The largest index the dictionary's index type (and the int32 remap) can hold. */
+function maxIndex(layout) {
+    const bits = layout.indexWidth * 8 - (layout.indexSigned ? 1 : 0);
+    return Math.min(2 ** bits - 1, 0x7fffffff);
+}
+/** `previous` with input indices [from, length) mapped to base, base + 1, ... */
+function extendRemap(previous, length, from, base) {
+    const remap = new Int32Array(length);
+    remap.set(previous.subarray(0, Math.min(from, previous.length)));
+    for (let i = from; i < length; i++)
+        remap[i] = base + (i - from);
+    return remap;
+}
+/**
+ * Whether `next` starts with the values of `previous`: the same leading
+ * chunks (arrow-js concatenates delta dictionaries onto the previous vector),
+ * or, for single-chunk flat dictionaries, the same leading values byte for byte.
+ */
+function extendsDictionary(next, previous, layout) {
+    if (next.length < previous.length)
+        return false;
+    const a = previous.data;
+    const b = next.data;
+    if (a.length <= b.length && a.every((chunk, i) => chunk === b[i]))
+        return true;
+    if (a.length !== 1 || b.length !== 1 || !isFlat(layout))
+        return false;
+    return sameLeadingValues(prepareSourceColumn(a[0], layout), prepareSourceColumn(b[0], layout), previous.length);
+}
+function bitAt(bytes, bit) {
+    return (bytes[bit >>> 3] >>> (bit & 7)) & 1;
+}
+/** Rows [0, n) of two flat columns hold the same values (and nulls). */
+function sameLeadingValues(x, y, n) {
+    const layout = x.layout;
+    for (let i = 0; i < n; i++) {
+        const xValid = x.validity === null ? 1 : bitAt(x.validity, x.bitOffset + i);
+        const yValid = y.validity === null ? 1 : bitAt(y.validity, y.bitOffset + i);
+        if (xValid !== yValid)
+            return false;
+        if (xValid === 0)
+            continue;
+        switch (layout.kind) {
+            case 'bool':
+                if (bitAt(x.bytes, x.bitOffset + i) !== bitAt(y.bytes, y.bitOffset + i))
+                    return false;
+                break;
+            case 'fixed-width':
+                for (let b = i * layout.byteWidth, end = b + layout.byteWidth; b < end; b++)
+                    if (x.bytes[b] !== y.bytes[b])
+                        return false;
+                break;
+            case 'binary': {
+                const s = x.offsetStride;
+                const xFrom = x.offsets[i * s];
+                const yFrom = y.offsets[i * s];
+                const length = x.offsets[(i + 1) * s] - xFrom;
+                if (y.offsets[(i + 1) * s] - yFrom !== length)
+                    return false;
+                for (let b = 0; b < length; b++)
+                    if (x.bytes[xFrom + b] !== y.bytes[yFrom + b])
+                        return false;
+                break;
+            }
+            default:
+                break;
+        }
+    }
+    return true;
+}

@@ -1,0 +1,137 @@
+import { Field, Type } from 'apache-arrow';
+import { dataFromBuffers } from '../format/ipc-reader.js';
+import { IdentityRows, onePartition, planAppend, splitAppend } from './append-rows.js';
+import { ColumnBuffer } from './column-buffer.js';
+import { columnLayoutOf } from './column-layout.js';
+import { assertHashable, hashColumnInto } from './murmur3.js';
+import { prepareSourceColumn } from './source-column.js';
+import { ScratchSelections } from './split-plan.js';
+/**
+ * Hash keys beyond flat columns, as Spark's Murmur3Hash sees them:
+ *
+ * - a struct hashes its fields in order, each seeded with the hash so far
+ *   (so struct<a, b> as a key is the same as a and b as two keys); a null
+ *   struct leaves the hash unchanged, like any null;
+ * - a dictionary column hashes its decoded values (Spark has no dictionary
+ *   type: the value is what it sees).
+ *
+ * Lists, maps and unions are refused as keys: Spark's HashPartitioning
+ * rejects maps, and this library keys only on what the shuffle issue allows
+ * (structs of hashable fields).
+ */
+export function assertHashableKey(type, column) {
+    if (type.typeId === Type.Struct) {
+        for (const child of type.children)
+            assertHashableKey(child.type, `${column}.${child.name}`);
+        return;
+    }
+    if (type.typeId === Type.Dictionary) {
+        assertHashableKey(type.dictionary, column);
+        return;
+    }
+    assertHashable(type, column);
+}
+/**
+ * hashes[i] = hash(row i of `data`, seed hashes[i]) for every row, nested keys
+ * included; null rows leave hashes[i] unchanged. See hashColumnInto.
+ */
+export function hashKeyInto(data, hashes, column, decoded) {
+    const type = data.type;
+    if (type.typeId === Type.Struct) {
+        withNullsUnchanged(data, hashes, () => data.children.forEach((child, i) => hashKeyInto(child, hashes, `${column}.${type.children[i].name}`, decoded)));
+        return;
+    }
+    if (type.typeId === Type.Dictionary) {
+        // an index's null, and a null value it points at, both leave the hash unchanged (the decoded value is null)
+        withNullsUnchanged(data, hashes, () => hashKeyInto(decoded.decode(data), hashes, column, decoded));
+        return;
+    }
+    hashColumnInto(data, hashes, column);
+}
+/** Runs `hash` and then puts back the hashes of the rows where `data` is null. */
+function withNullsUnchanged(data, hashes, hash) {
+    const bitmap = data.nullBitmap;
+    if (data.nullCount === 0 || bitmap === null || bitmap === undefined || bitmap.byteLength === 0) {
+        hash();
+        return;
+    }
+    const nullRows = [];
+    const saved = [];
+    for (let i = 0; i < data.length; i++) {
+        const bit = data.offset + i;
+        if (((bitmap[bit >>> 3] >>> (bit & 7)) & 1) === 0) {
+            nullRows.push(i);
+            saved.push(hashes[i]);
+        }
+    }
+    hash();
+    nullRows.forEach((row, k) => (hashes[row] = saved[k]));
+}
+/**
+ * Turns dictionary columns into columns of their values (a gather of the
+ * values at the indices) for hashing. A dictionary of several chunks is
+ * compacted once and kept for the batches that share it.
+ */
+export class DecodedDictionaries {
+    compacted = new WeakMap();
+    identity = new IdentityRows();
+    scratch = new ScratchSelections();
+    indices = new Uint32Array(0);
+    /** The values row i of `data` points at, as a column of data.length rows (null where the index is). */
+    decode(data) {
+        const type = data.type;
+        const values = this.valuesOf(data.dictionary, type.dictionary);
+        const n = data.length;
+        if (this.indices.length < n)
+            this.indices = new Uint32Array(Math.max(n, this.indices.length * 2));
+        const indices = this.indices;
+        const raw = data.values;
+        const last = values.length - 1;
+        for (let i = 0; i < n; i++) {
+            const index = Number(raw[i]);
+            // a null row's index may be anything: point it at value 0 (its hash is put back afterwards)
+            indices[i] = index >= 0 && index <= last ? index : 0;
+        }
+        // an empty dictionary means every row is null: nothing to hash
+        return gather(values, type.dictionary, indices, values.length === 0 ? 0 : n, this.scratch);
+    }
+    valuesOf(dictionary, type) {
+        const chunks = dictionary.data;
+        if (chunks.length === 1)
+            return chunks[0];
+        let values = this.compacted.get(dictionary);
+        if (values === undefined) {
+            values = concatenate(chunks, type, this.identity, this.scratch);
+            this.compacted.set(dictionary, values);
+        }
+        return values;
+    }
+}
+/** A column of rows rowIds[0, count) of `data`. */
+function gather(data, type, rowIds, count, scratch) {
+    const layout = columnLayoutOf(new Field('value', type, true));
+    const column = new ColumnBuffer(layout);
+    const plan = planAppend([prepareSourceColumn(data, layout)], [column], onePartition(rowIds, 0, count), 0, count, scratch);
+    plan.growth.apply();
+    splitAppend(plan.plans, [column], 0);
+    return toData(column, count, type);
+}
+function concatenate(chunks, type, identity, scratch) {
+    const layout = columnLayoutOf(new Field('value', type, true));
+    const column = new ColumnBuffer(layout);
+    const total = chunks.reduce((sum, c) => sum + c.length, 0);
+    let filled = 0;
+    for (const chunk of chunks) {
+        const plan = planAppend([prepareSourceColumn(chunk, layout)], [column], onePartition(identity.get(chunk.length), 0, chunk.length), filled, total, scratch);
+        plan.growth.apply();
+        splitAppend(plan.plans, [column], filled);
+        filled += chunk.length;
+    }
+    return toData(column, total, type);
+}
+function toData(column, rows, type) {
+    const nodes = [];
+    const buffers = [];
+    column.snapshot(rows, nodes, buffers, false);
+    return dataFromBuffers(type, nodes, buffers);
+}

@@ -1,0 +1,757 @@
+import { tmpdir } from 'node:os';
+import { Schema } from 'apache-arrow';
+import { ShuffleError } from '../errors.js';
+import { codecByName } from '../format/codec.js';
+import { CompressionAdvisor, STORE_RAW } from '../format/compression-advisor.js';
+import { compressionBound, encodeRecordBatchMessage, encodeSchemaMessage, MESSAGE_OVERHEAD_BYTES, } from '../format/ipc-message.js';
+import { assertDirectory, DataFileWriter } from '../format/output-files.js';
+import { MemoryPool } from '../memory/memory-pool.js';
+import { PayloadStore } from '../spill/payload-store.js';
+import { partitionBufferRows, targetCapacity } from './buffer-sizing.js';
+import { onePartition, planAppend, splitAppend } from './append-rows.js';
+import { BufferGrowth, nestedBytes } from './buffer-growth.js';
+import { ColumnBuffer } from './column-buffer.js';
+import { childLayouts, columnLayoutOf, dictionaryLayouts, fixedBytesPerRow } from './column-layout.js';
+import { DictionaryTracker } from './dictionary-tracker.js';
+import { createPartitioner, columnIndex } from './partitioner.js';
+import { PartitionRows } from './partition-rows.js';
+import { sameSchema } from './same-schema.js';
+import { prepareSourceColumn } from './source-column.js';
+import { splitPlanned } from './split-column.js';
+import { planSplit, ScratchSelections, withScratchMemory } from './split-plan.js';
+import { DEFAULT_COMPRESSION_MIN_ROWS, DEFAULT_MAX_BATCH_ROWS, DEFAULT_MEM_LIMIT_FLOOR, DEFAULT_MERGE_THRESHOLD, DEFAULT_RESIZE_THRESHOLD, validateOptions, } from './writer-options.js';
+/** Bytes of copied-but-not-yet-compressed payloads allowed in flight before write() waits. */
+const MAX_IN_FLIGHT_BYTES = 32 * 1024 * 1024;
+/**
+ * The columnar hash shuffle writer (Gluten's VeloxHashShuffleWriter): for each
+ * input batch, compute partition ids, group rows by partition (counting sort),
+ * and split every column's buffers into per-partition pre-allocated buffers.
+ * A partition buffer that would overflow becomes one compressed Arrow IPC
+ * record-batch payload, cached in memory; under memory pressure cached payloads
+ * and then partition buffers are spilled to disk in partition order. `finish()`
+ * merges everything partition by partition into one data file with an index
+ * and checksums.
+ *
+ * Every buffer the writer owns is reserved in its memory pool before it is
+ * allocated and released when dropped; the writer is the pool's `Reclaimable`.
+ *
+ * Protocol: `await ShuffleWriter.create(options)`, any number of
+ * `await write(batch)` (one at a time), then `await finish()` once, or
+ * `await abort()` at any point. After either, the writer refuses every call.
+ */
+export class ShuffleWriter {
+    state = 'open';
+    /** set when a spill asked for by another writer failed in a way that cost this writer rows */
+    failure = null;
+    options;
+    codec;
+    advisor = new CompressionAdvisor();
+    output;
+    reservation;
+    store;
+    inputSchema = null;
+    lastCheckedSchema = null;
+    outputSchema = null;
+    outputColumns = [];
+    layouts = [];
+    partitioner = null;
+    rows;
+    partitionIds = new Uint32Array(0);
+    /** rows the scratch arrays (partition ids, row ids, hashes) are reserved for */
+    scratchRows = 0;
+    buffers;
+    /** per partition, small evictions parked uncompressed until they make one full batch */
+    merged;
+    /** row ids 0, 1, 2, ...: appends whole buffers with the split functions */
+    identity = new Uint32Array(0);
+    mergeMinRows;
+    /** the partition whose merge buffer is being appended to or emitted (reclaim leaves it alone) */
+    mergeBusy = -1;
+    /** partitions whose buffers the chunk being split relies on: reclaim leaves them alone */
+    pinned;
+    partitionRowCounts;
+    /** payload encodings still compressing; each removes itself when it settles */
+    inFlight = new Set();
+    inFlightBytes = 0;
+    totalRows = 0;
+    /** rows per partition buffer computed for the last chunk (Gluten's preAllocRowCnt) */
+    preferredRows = 0;
+    totalBatches = 0;
+    /** per output column: binary bytes seen so far, for the running average in bytesPerRow */
+    binaryBytesSeen = [];
+    /** per output column: bytes of nested levels seen so far (Gluten's complexTotalSizeBytes_) */
+    nestedBytesSeen = [];
+    /** the rows the running averages are over (all rows up to the end of the chunk being split) */
+    rowsAveraged = 0;
+    /** the dictionaries every partition's stream shares, when the schema has dictionary columns */
+    dictionaries = null;
+    /** arrays of the nested levels' row selections: one set for the chunk being split, one for the payload merger */
+    splitScratch;
+    mergeScratch;
+    constructor(options, output) {
+        const pool = options.memoryPool ?? new MemoryPool();
+        const tasks = options.concurrentTasks ?? 1;
+        const share = Number.isFinite(pool.limit) ? Math.floor(pool.limit / tasks) : 0;
+        const memLimit = options.memLimit ?? share;
+        this.options = {
+            numPartitions: options.numPartitions,
+            partitioning: options.partitioning,
+            outputPrefix: options.outputPrefix,
+            mapId: options.mapId ?? 0,
+            concurrentTasks: tasks,
+            spillDir: options.spillDir ?? tmpdir(),
+            memLimit,
+            memLimitFloor: options.memLimitFloor ?? (memLimit > 0 ? Math.min(DEFAULT_MEM_LIMIT_FLOOR, memLimit) : DEFAULT_MEM_LIMIT_FLOOR),
+            maxBatchRows: options.maxBatchRows ?? DEFAULT_MAX_BATCH_ROWS,
+            resizeThreshold: options.resizeThreshold ?? DEFAULT_RESIZE_THRESHOLD,
+            mergeThreshold: options.mergeThreshold ?? DEFAULT_MERGE_THRESHOLD,
+            compressionMinRows: options.compressionMinRows ?? DEFAULT_COMPRESSION_MIN_ROWS,
+            dictionaryUpdates: options.dictionaryUpdates ?? 'delta',
+        };
+        this.codec = codecByName(options.codec ?? 'lz4');
+        this.output = output;
+        this.reservation = pool.register(`ShuffleWriter[map ${this.options.mapId}]`, this);
+        const n = options.numPartitions;
+        // the merge's read buffer: 1 MiB, less in a small pool
+        const mergeBuffer = Number.isFinite(pool.limit) ? Math.min(1 << 20, Math.max(64 << 10, Math.floor(pool.limit / 8))) : 1 << 20;
+        this.store = new PayloadStore(n, this.reservation, this.options.spillDir, mergeBuffer);
+        this.rows = new PartitionRows(n);
+        this.buffers = new Array(n);
+        this.merged = new Array(n);
+        this.mergeMinRows = Math.floor(this.options.maxBatchRows * this.options.mergeThreshold);
+        this.pinned = new Uint8Array(n);
+        this.partitionRowCounts = new Array(n).fill(0);
+        this.splitScratch = new ScratchSelections((bytes) => this.reservation.tryGrow(bytes));
+        this.mergeScratch = new ScratchSelections((bytes) => this.reservation.tryGrow(bytes));
+    }
+    /** Validates the options, checks the output and spill directories and opens the temporary data file. */
+    static async create(options) {
+        validateOptions(options);
+        codecByName(options.codec ?? 'lz4');
+        if (options.schema)
+            bindSchemaChecks(options.schema, options);
+        if (options.spillDir !== undefined)
+            await assertDirectory(options.spillDir, 'spill');
+        const output = await DataFileWriter.create(options.outputPrefix, options.overwrite ?? false);
+        const writer = new ShuffleWriter(options, output);
+        if (options.schema)
+            writer.bindSchema(options.schema);
+        return writer;
+    }
+    /** The schema of the output partitions (the input's, less a partition-id column). */
+    get schema() {
+        return this.outputSchema;
+    }
+    /**
+     * Splits one batch into the partition buffers. Batches must share the first
+     * batch's schema. A refused batch (schema, partition id) changes nothing and
+     * the writer stays usable; any other failure (memory, disk) aborts the writer.
+     */
+    async write(batch) {
+        await this.assertUsable('write');
+        if (this.inputSchema === null)
+            this.bindSchema(batch.schema);
+        else if (batch.schema !== this.lastCheckedSchema) {
+            // comparing schemas is slow; producers usually hand over the same Schema object every time
+            if (!sameSchema(this.inputSchema, batch.schema)) {
+                throw new ShuffleError('CS_SCHEMA_MISMATCH', `batch ${this.totalBatches} has schema ${describe(batch.schema)}, expected ${describe(this.inputSchema)}`);
+            }
+            this.lastCheckedSchema = batch.schema;
+        }
+        try {
+            await this.registerDictionaries(batch);
+            if (batch.numRows > 0) {
+                await this.reserveScratch(batch.numRows);
+                // every row's partition first, so a bad partition id refuses the whole batch before anything changes
+                this.partitioner.computePartitionIds(batch, this.partitionIds, this.totalRows);
+                await this.splitBatch(batch);
+            }
+            this.totalBatches++;
+            while (this.inFlightBytes > MAX_IN_FLIGHT_BYTES)
+                await Promise.race(this.inFlight);
+        }
+        catch (error) {
+            if (this.state === 'aborted') {
+                // abort() was called while this write was running: that, not its side effects, is the story
+                throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted while write() was running', {}, { cause: error });
+            }
+            if (error instanceof ShuffleError && error.code === 'CS_PARTITION_ID_OUT_OF_RANGE')
+                throw error;
+            await this.abort();
+            throw error;
+        }
+    }
+    /** Flushes every partition buffer, merges spilled and cached payloads into the data file, writes the index and checksums and commits. */
+    async finish() {
+        await this.assertUsable('finish');
+        this.state = 'finishing';
+        try {
+            if (this.outputSchema === null)
+                throw new ShuffleError('CS_INVALID_ARGUMENT', 'finish() before any batch: pass `schema` to create() to write an empty output');
+            for (let p = 0; p < this.buffers.length; p++) {
+                this.pinned[p] = 1;
+                const buffer = this.buffers[p];
+                if (buffer !== undefined && buffer.filled > 0)
+                    await this.evict(p, buffer);
+                const merged = this.merged[p];
+                if (merged !== undefined && merged.filled > 0)
+                    await this.emit(p, merged);
+                this.pinned[p] = 0;
+                this.release(p);
+            }
+            this.releaseScratch();
+            await this.store.merge(this.output, encodeSchemaMessage(this.outputSchema));
+            await this.dictionaries?.release();
+            const { partitionLengths, checksums, bytesWritten } = await this.output.commit();
+            const result = {
+                paths: this.output.paths,
+                numPartitions: this.options.numPartitions,
+                rows: this.totalRows,
+                batches: this.totalBatches,
+                bytesWritten,
+                partitionLengths,
+                partitionRows: [...this.partitionRowCounts],
+                partitionBatches: [...this.store.batchCounts],
+                checksums,
+                spills: this.store.spillCount,
+                spilledBytes: this.store.spilledBytes,
+                peakMemoryBytes: this.reservation.peak,
+            };
+            await this.store.discard();
+            this.reservation.free();
+            this.state = 'finished';
+            return result;
+        }
+        catch (error) {
+            await this.abort();
+            throw error;
+        }
+    }
+    /** Drops everything, removes temporary and spill files and releases all memory. Safe to call in any state. */
+    async abort() {
+        if (this.state === 'finished' || this.state === 'aborted')
+            return;
+        this.state = 'aborted';
+        await Promise.all(this.inFlight);
+        await this.store.discard();
+        await this.output.abort();
+        this.buffers.fill(undefined);
+        this.reservation.free();
+    }
+    /**
+     * Gives memory back to the pool (Gluten's reclaimFixedSize), in this order:
+     * write every cached payload, in partition order, as a new run of the spill
+     * file; then shrink the partition buffers with the most unused capacity to
+     * what they hold; then evict partition and merge buffers, largest first, into
+     * the spill file (compressed where the pool has room for the output, stored
+     * uncompressed otherwise). The partitions the current chunk is being split
+     * into are never touched.
+     */
+    async reclaim(requested) {
+        if (this.state !== 'open' && this.state !== 'finishing')
+            return 0;
+        // free at least half of what this writer holds: a little headroom saves many tiny spills
+        const bytes = Math.max(requested, Math.floor(this.reservation.size / 2));
+        await Promise.all(this.inFlight);
+        // one spill run per reclaim: the cached payloads, plus evicted buffers if shrinking is not enough
+        const cached = this.store.memoryBytes;
+        let freed = cached < bytes ? this.shrinkBuffers(bytes - cached) : 0;
+        if (cached + freed >= bytes)
+            return freed + (await this.store.spill());
+        // Partition buffers the current chunk relies on are pinned; merge buffers are not used by the
+        // split, so only the one being appended to or emitted right now is off limits. The chosen
+        // buffers are detached synchronously, before any await, so the writer (which may be running
+        // between our awaits when another writer asked for memory) can no longer touch them.
+        const candidates = [...this.buffers.keys()]
+            .map((p) => ({
+            p,
+            buffer: this.pinned[p] === 0 && this.buffers[p]?.busy === 0 ? this.buffers[p] : undefined,
+            merged: p !== this.mergeBusy && this.merged[p]?.busy === 0 ? this.merged[p] : undefined,
+        }))
+            .filter((c) => c.buffer !== undefined || c.merged !== undefined)
+            .map((c) => ({ ...c, held: bufferBytes(c.buffer) + bufferBytes(c.merged) }))
+            .sort((a, b) => b.held - a.held);
+        const detached = [];
+        let planned = cached + freed;
+        for (const { p, buffer, merged, held } of candidates) {
+            if (planned >= bytes)
+                break;
+            planned += held;
+            if (buffer !== undefined)
+                this.buffers[p] = undefined;
+            if (merged !== undefined)
+                this.merged[p] = undefined;
+            // the dictionary batches these rows need go right before them (taken now, in order with any other payload of p)
+            const rows = (buffer?.filled ?? 0) + (merged?.filled ?? 0);
+            detached.push({ p, merged, buffer, dictionaries: rows > 0 ? this.dictionaryMessages(p) : [] });
+        }
+        // Evicted partitions are compressed where the pool has room for the output (reserved until the
+        // spill run is on disk) and stored uncompressed where it has not.
+        const extra = new Map();
+        for (const { p, merged, buffer, dictionaries } of detached) {
+            let compressionBytes = 0;
+            extra.set(p, {
+                encode: async () => {
+                    const messages = await Promise.all(dictionaries);
+                    let batches = 0;
+                    for (const source of [merged, buffer]) {
+                        if (source === undefined || source.filled === 0)
+                            continue; // merged rows are older: first
+                        const nodes = [];
+                        const views = [];
+                        for (const column of source.columns)
+                            column.snapshot(source.filled, nodes, views, false);
+                        const raw = views.reduce((sum, v) => sum + v.byteLength, 0);
+                        const bound = compressionBound(raw);
+                        const compress = this.codec !== null && source.filled >= this.options.compressionMinRows && this.reservation.tryGrow(bound);
+                        if (compress)
+                            compressionBytes += bound;
+                        messages.push(await encodeRecordBatchMessage(source.filled, nodes, views, this.codec, compress ? this.advisor : STORE_RAW));
+                        batches++;
+                    }
+                    return { messages, batches };
+                },
+                written: () => {
+                    this.reservation.shrink(compressionBytes);
+                    freed += this.releaseDetached(merged) + this.releaseDetached(buffer);
+                },
+            });
+        }
+        try {
+            freed += await this.store.spill(extra);
+        }
+        catch (error) {
+            // some of these rows may have left memory without reaching a complete spill: this writer is done
+            this.failure ??= error;
+            throw error;
+        }
+        return freed;
+    }
+    /**
+     * Reclaim's second step (Gluten's shrinkPartitionBuffersMinSize): partition
+     * buffers with the most unused capacity, largest first, are cut down to the
+     * rows they hold (an empty one is dropped), until `bytes` are freed. Needs
+     * room in the pool for the smaller copy; runs without awaiting, so the
+     * writer cannot interleave. Returns the bytes freed.
+     */
+    shrinkBuffers(bytes) {
+        const fitted = (buffer) => buffer.columns.reduce((sum, c) => sum + c.fittedBytes(buffer.filled), 0);
+        const unused = (buffer) => bufferBytes(buffer) - fitted(buffer);
+        const candidates = [...this.buffers.keys()]
+            .filter((p) => this.pinned[p] === 0 && this.buffers[p]?.busy === 0)
+            .map((p) => ({ p, buffer: this.buffers[p], unused: unused(this.buffers[p]) }))
+            .filter((c) => c.unused > 0)
+            .sort((a, b) => b.unused - a.unused);
+        let freed = 0;
+        for (const { p, buffer } of candidates) {
+            if (freed >= bytes)
+                break;
+            if (buffer.filled === 0) {
+                freed += this.release(p, true, false);
+                continue;
+            }
+            const before = bufferBytes(buffer);
+            const after = fitted(buffer);
+            if (!this.reservation.tryGrow(after))
+                continue;
+            for (const column of buffer.columns)
+                column.shrinkTo(buffer.filled);
+            buffer.capacity = buffer.filled;
+            this.reservation.shrink(before);
+            freed += before - after;
+        }
+        return freed;
+    }
+    /** Releases the memory of a buffer the writer no longer references; returns the bytes. */
+    releaseDetached(buffer) {
+        let bytes = 0;
+        for (const column of buffer?.columns ?? [])
+            bytes += column.release();
+        this.reservation.shrink(bytes);
+        return bytes;
+    }
+    async assertUsable(action) {
+        this.assertOpen(action);
+        if (this.failure !== null) {
+            await this.abort();
+            throw this.failure;
+        }
+    }
+    assertOpen(action) {
+        if (this.state !== 'open') {
+            throw new ShuffleError('CS_WRITER_CLOSED', `cannot ${action}: the writer is ${this.state === 'finishing' ? 'finishing' : this.state}`);
+        }
+    }
+    bindSchema(schema) {
+        bindSchemaChecks(schema, this.options);
+        const pidColumn = this.options.partitioning.kind === 'partition-id' ? columnIndex(schema, this.options.partitioning.column) : -1;
+        this.outputColumns = schema.fields.map((_, i) => i).filter((i) => i !== pidColumn);
+        this.layouts = this.outputColumns.map((i) => columnLayoutOf(schema.fields[i]));
+        this.binaryBytesSeen = this.outputColumns.map(() => 0);
+        this.nestedBytesSeen = this.outputColumns.map(() => 0);
+        const dictionaries = this.layouts.flatMap((layout) => dictionaryLayouts(layout));
+        if (dictionaries.length > 0) {
+            this.dictionaries = new DictionaryTracker(dictionaries, this.options.numPartitions, this.reservation, this.codec, this.advisor, this.options.dictionaryUpdates);
+        }
+        this.partitioner = createPartitioner(this.options.partitioning, schema, this.options.numPartitions, this.options.mapId);
+        this.inputSchema = schema;
+        this.lastCheckedSchema = schema;
+        this.outputSchema = pidColumn < 0 ? schema : new Schema(this.outputColumns.map((i) => schema.fields[i]), schema.metadata);
+    }
+    /**
+     * Takes in the dictionaries a batch brings (dictionary-tracker.ts) before any
+     * of its rows is split. When one would outgrow its index type, every
+     * partition is flushed first, so no payload mixes rows of two epochs.
+     */
+    async registerDictionaries(batch) {
+        const tracker = this.dictionaries;
+        if (tracker === null)
+            return;
+        const found = new Map();
+        this.outputColumns.forEach((i, c) => collectDictionaries(batch.data.children[i], this.layouts[c], found));
+        for (const [id, dictionary] of found) {
+            if ((await tracker.register(id, dictionary)) === 'ok')
+                continue;
+            await this.flushAll();
+            tracker.restart(id);
+            await tracker.register(id, dictionary);
+        }
+    }
+    /** Emits every partition's buffered rows (partition and merge buffers), keeping the buffers. */
+    async flushAll() {
+        for (let p = 0; p < this.buffers.length; p++) {
+            this.pinned[p] = 1;
+            try {
+                const buffer = this.buffers[p];
+                if (buffer !== undefined && buffer.filled > 0)
+                    await this.evict(p, buffer);
+                const merged = this.merged[p];
+                if (merged !== undefined && merged.filled > 0)
+                    await this.emit(p, merged);
+            }
+            finally {
+                this.pinned[p] = 0;
+            }
+        }
+    }
+    /** The dictionary batches partition p's stream needs before its next payload (none without dictionary columns). */
+    dictionaryMessages(p) {
+        return this.dictionaries?.messagesFor(p) ?? [];
+    }
+    /** Reserves and grows the per-row scratch arrays: partition ids, row ids and key hashes, 4 bytes each. */
+    async reserveScratch(rows) {
+        if (rows <= this.scratchRows)
+            return;
+        const grown = Math.max(rows, this.scratchRows * 2);
+        await this.reservation.grow((grown - this.scratchRows) * SCRATCH_BYTES_PER_ROW);
+        this.scratchRows = grown;
+        this.partitionIds = new Uint32Array(grown);
+    }
+    releaseScratch() {
+        this.reservation.shrink(this.scratchRows * SCRATCH_BYTES_PER_ROW + this.identity.byteLength + this.splitScratch.bytes + this.mergeScratch.bytes);
+        this.scratchRows = 0;
+        this.partitionIds = new Uint32Array(0);
+        this.identity = new Uint32Array(0);
+        this.splitScratch.clear();
+        this.mergeScratch.clear();
+    }
+    /**
+     * Splits the batch in chunks of at most preferredRows x numPartitions rows:
+     * a huge batch would otherwise force every partition buffer to grow to its
+     * share of it (Gluten #5534). A chunk that would bring one partition more
+     * than maxBatchRows rows (skew) is halved until it does not, so no output
+     * batch exceeds maxBatchRows.
+     */
+    async splitBatch(batch) {
+        const numRows = batch.numRows;
+        const { maxBatchRows, numPartitions } = this.options;
+        const chunkRows = Math.max(1, this.preferredRows || (await this.estimateRows(batch))) * numPartitions;
+        for (let start = 0; start < numRows;) {
+            let end = Math.min(numRows, start + chunkRows);
+            for (;;) {
+                this.rows.build(this.partitionIds.subarray(start, end), end - start);
+                if (this.rows.maxRowCount <= maxBatchRows)
+                    break;
+                end = start + Math.max(maxBatchRows, (end - start) >>> 1);
+            }
+            await this.splitChunk(start === 0 && end === numRows ? batch : batch.slice(start, end));
+            this.totalRows += end - start;
+            start = end;
+        }
+    }
+    /** Splits rows grouped by `this.rows` (already built for this chunk) into the partition buffers. */
+    async splitChunk(batch) {
+        const numRows = batch.numRows;
+        const rows = this.rows;
+        const used = rows.usedPartitions.subarray(0, rows.usedCount);
+        const plans = await this.plan(batch, { rowIds: rows.rowOffset2RowId, starts: rows.partition2RowOffset }, this.splitScratch);
+        this.preferredRows = this.preferredCapacity(plans, numRows);
+        for (const p of used)
+            this.pinned[p] = 1;
+        try {
+            await this.prepareBuffers(this.preferredRows, plans);
+            // from here on nothing awaits: no reclaim can run while the buffers are written
+            for (let c = 0; c < plans.length; c++) {
+                const plan = plans[c];
+                for (const p of used) {
+                    const buffer = this.buffers[p];
+                    splitPlanned(plan, p, buffer.columns[c], buffer.filled);
+                }
+            }
+            for (const p of used) {
+                const count = rows.rowCount(p);
+                this.buffers[p].filled += count;
+                this.partitionRowCounts[p] += count;
+            }
+        }
+        finally {
+            for (const p of used)
+                this.pinned[p] = 0;
+        }
+    }
+    /** Every output column's split plan for a selection of the batch's rows (nested levels' selections in `scratch`). */
+    plan(batch, sel, scratch) {
+        const remapOf = (id) => this.dictionaries?.remap(id) ?? null;
+        return withScratchMemory(scratch, (bytes) => this.reservation.grow(bytes), () => {
+            const slots = { next: 0 };
+            return this.outputColumns.map((i, c) => planSplit(prepareSourceColumn(batch.data.children[i], this.layouts[c]), sel, scratch, remapOf, slots));
+        });
+    }
+    /**
+     * Rows per partition buffer for this chunk (buffer-sizing.ts), updating the
+     * running averages of binary and nested bytes.
+     */
+    preferredCapacity(plans, numRows) {
+        let bytesPerRow = 0;
+        const rowsSeen = this.totalRows + numRows;
+        this.rowsAveraged = rowsSeen;
+        plans.forEach(({ src }, c) => {
+            bytesPerRow += fixedBytesPerRow(src.layout);
+            if (src.layout.kind === 'binary') {
+                this.binaryBytesSeen[c] += binaryBytes(src, numRows);
+                bytesPerRow += this.binaryBytesSeen[c] / rowsSeen;
+            }
+            else if (src.children.length > 0) {
+                this.nestedBytesSeen[c] += nestedBytes(plans[c]);
+                bytesPerRow += this.nestedBytesSeen[c] / rowsSeen;
+            }
+        });
+        return this.rowsFor(bytesPerRow);
+    }
+    /** The same estimate from one batch alone, before anything has been split. */
+    async estimateRows(batch) {
+        const rows = batch.numRows;
+        if (this.identity.length < rows)
+            await this.reserveIdentity(rows);
+        const plans = await this.plan(batch, onePartition(this.identity, 0, rows), this.mergeScratch);
+        let bytesPerRow = 0;
+        for (const plan of plans) {
+            bytesPerRow += fixedBytesPerRow(plan.src.layout);
+            if (plan.src.layout.kind === 'binary')
+                bytesPerRow += binaryBytes(plan.src, rows) / rows;
+            else
+                bytesPerRow += nestedBytes(plan) / rows;
+        }
+        return this.rowsFor(bytesPerRow);
+    }
+    rowsFor(bytesPerRow) {
+        return partitionBufferRows({
+            memLimit: this.options.memLimit,
+            memLimitFloor: this.options.memLimitFloor,
+            bytesPerRow: Math.ceil(bytesPerRow),
+            numPartitions: this.options.numPartitions,
+            maxBatchRows: this.options.maxBatchRows,
+        });
+    }
+    /**
+     * Gives every partition of the chunk a buffer with room for its incoming
+     * rows (capacity, validity, binary data, nested children), evicting or
+     * resizing as needed, so the split that follows never allocates. New memory
+     * is reserved before it is allocated, for the moment old and new buffers
+     * both exist.
+     */
+    async prepareBuffers(preferred, plans) {
+        const rows = this.rows;
+        for (let u = 0; u < rows.usedCount; u++) {
+            const p = rows.usedPartitions[u];
+            const incoming = rows.rowCount(p);
+            let buffer = this.buffers[p];
+            if (buffer === undefined) {
+                buffer = this.newBuffer();
+                this.buffers[p] = buffer;
+            }
+            const target = targetCapacity(buffer.capacity, preferred, incoming, this.options.resizeThreshold);
+            if (buffer.filled + incoming > target && buffer.filled > 0)
+                await this.evict(p, buffer);
+            const growth = new BufferGrowth();
+            buffer.columns.forEach((column, c) => growth.plan(plans[c], p, column, buffer.filled, target, (capacity) => this.binaryBytesFor(c, capacity)));
+            if (growth.empty)
+                continue;
+            await this.reservation.grow(growth.bytesAfter);
+            growth.apply();
+            buffer.capacity = target;
+            this.reservation.shrink(growth.bytesBefore);
+        }
+    }
+    newBuffer() {
+        return { capacity: 0, filled: 0, columns: this.layouts.map((layout) => new ColumnBuffer(layout)), busy: 0 };
+    }
+    /** Initial binary data capacity of a top-level binary column: the average value size times rows, plus 1 KiB (Gluten). */
+    binaryBytesFor(column, rows) {
+        const average = this.binaryBytesSeen[column] / Math.max(1, this.rowsAveraged);
+        return Math.ceil(average) * rows + 1024;
+    }
+    /**
+     * Turns partition p's filled rows into a payload. Small evictions (at most
+     * mergeMinRows, a quarter of maxBatchRows) are parked uncompressed in the
+     * partition's merge buffer until it would exceed maxBatchRows (Gluten's
+     * PayloadMerger: few large batches compress better and read faster than many
+     * small ones); a larger eviction first emits the parked rows, which are older.
+     * The caller pins p.
+     */
+    async evict(p, buffer) {
+        this.mergeBusy = p;
+        try {
+            const merged = this.merged[p];
+            if (buffer.filled <= this.mergeMinRows) {
+                if (merged !== undefined && merged.filled + buffer.filled > this.options.maxBatchRows)
+                    await this.emit(p, merged);
+                await this.appendToMerged(p, buffer);
+                const full = this.merged[p];
+                if (full.filled >= this.options.maxBatchRows)
+                    await this.emit(p, full);
+                return;
+            }
+            if (merged !== undefined && merged.filled > 0)
+                await this.emit(p, merged);
+            await this.emit(p, buffer);
+        }
+        finally {
+            this.mergeBusy = -1;
+        }
+    }
+    /**
+     * Makes `buffer`'s filled rows a payload: copied now (memory reserved first,
+     * with room for the compression output), compressed in the background,
+     * cached in the payload store after the dictionary batches it needs.
+     */
+    async emit(p, buffer) {
+        let raw = 0;
+        for (const column of buffer.columns)
+            raw += column.snapshotBytes(buffer.filled);
+        const reserved = raw + (this.codec === null ? MESSAGE_OVERHEAD_BYTES : compressionBound(raw));
+        buffer.busy++;
+        try {
+            await this.reservation.grow(reserved);
+        }
+        finally {
+            buffer.busy--;
+        }
+        const nodes = [];
+        const bodyBuffers = [];
+        for (const column of buffer.columns) {
+            column.snapshot(buffer.filled, nodes, bodyBuffers);
+            column.clear();
+        }
+        // tiny batches barely compress and cost a compression call per buffer (Gluten's compression threshold)
+        const policy = buffer.filled < this.options.compressionMinRows ? STORE_RAW : this.advisor;
+        const message = encodeRecordBatchMessage(buffer.filled, nodes, bodyBuffers, this.codec, policy);
+        buffer.filled = 0;
+        for (const dictionary of this.dictionaryMessages(p))
+            this.store.add(p, dictionary, 0, false); // the tracker holds their memory
+        this.store.add(p, message, reserved);
+        this.inFlightBytes += raw;
+        const done = message.then(() => undefined, () => undefined).finally(() => {
+            this.inFlight.delete(done);
+            this.inFlightBytes -= raw;
+        });
+        this.inFlight.add(done);
+    }
+    /** Reserves and fills the identity row ids up to maxBatchRows (or `rows`, if more). */
+    async reserveIdentity(rows) {
+        const length = Math.max(rows, this.options.maxBatchRows);
+        await this.reservation.grow(length * 4 - this.identity.byteLength);
+        this.identity = Uint32Array.from({ length }, (_, i) => i);
+    }
+    /** Appends `buffer`'s filled rows to partition p's merge buffer (growing it, memory reserved first) and clears `buffer`. */
+    async appendToMerged(p, buffer) {
+        const rows = buffer.filled;
+        let merged = this.merged[p];
+        if (merged === undefined) {
+            merged = this.newBuffer();
+            this.merged[p] = merged;
+        }
+        if (this.identity.length < rows)
+            await this.reserveIdentity(rows);
+        const sources = buffer.columns.map((column) => column.asSource(rows));
+        const needed = merged.filled + rows;
+        const capacity = needed > merged.capacity ? Math.min(this.options.maxBatchRows, Math.max(needed, merged.capacity * 2)) : merged.capacity;
+        const { plans, growth } = await withScratchMemory(this.mergeScratch, (bytes) => this.reservation.grow(bytes), () => planAppend(sources, merged.columns, onePartition(this.identity, 0, rows), merged.filled, capacity, this.mergeScratch));
+        if (!growth.empty) {
+            await this.reservation.grow(growth.bytesAfter);
+            growth.apply();
+            this.reservation.shrink(growth.bytesBefore);
+        }
+        merged.capacity = capacity;
+        splitAppend(plans, merged.columns, merged.filled);
+        merged.filled += rows;
+        for (const column of buffer.columns)
+            column.clear();
+        buffer.filled = 0;
+    }
+    /** Frees partition p's partition buffer and/or merge buffer; returns the bytes released. */
+    release(p, buffer = true, merged = true) {
+        let bytes = 0;
+        if (buffer) {
+            for (const column of this.buffers[p]?.columns ?? [])
+                bytes += column.release();
+            this.buffers[p] = undefined;
+        }
+        if (merged) {
+            for (const column of this.merged[p]?.columns ?? [])
+                bytes += column.release();
+            this.merged[p] = undefined;
+        }
+        this.reservation.shrink(bytes);
+        return bytes;
+    }
+}
+/** Per-row scratch: partition id, row id and key hash, 4 bytes each. */
+const SCRATCH_BYTES_PER_ROW = 12;
+function bufferBytes(buffer) {
+    let bytes = 0;
+    for (const column of buffer?.columns ?? [])
+        bytes += column.allocatedBytes;
+    return bytes;
+}
+/** Value bytes of a binary column's first `rows` rows. */
+function binaryBytes(src, rows) {
+    return src.offsets[rows * src.offsetStride] - src.offsets[0];
+}
+/** Everything about a schema that can be refused before any data is touched. */
+function bindSchemaChecks(schema, options) {
+    const pidColumn = options.partitioning.kind === 'partition-id' ? columnIndex(schema, options.partitioning.column) : -1;
+    if (schema.fields.length === 0)
+        throw new ShuffleError('CS_INVALID_ARGUMENT', 'the input has no columns (an empty schema)');
+    schema.fields.forEach((field, i) => {
+        if (i !== pidColumn)
+            columnLayoutOf(field);
+    });
+    createPartitioner(options.partitioning, schema, options.numPartitions, 0);
+}
+/** The dictionary (by id) of every dictionary column in `data`, nested ones included. */
+function collectDictionaries(data, layout, found) {
+    if (layout.kind === 'dictionary') {
+        const dictionary = data.dictionary;
+        const seen = found.get(layout.id);
+        if (seen !== undefined && seen !== dictionary) {
+            throw new ShuffleError('CS_UNSUPPORTED_TYPE', `two dictionary columns share dictionary id ${layout.id} but hold different dictionaries`);
+        }
+        found.set(layout.id, dictionary);
+        return;
+    }
+    childLayouts(layout).forEach((child, i) => collectDictionaries(data.children[i], child, found));
+}
+function describe(schema) {
+    return `{${schema.fields.map((f) => `${f.name}: ${String(f.type)}${f.nullable ? '' : ' not null'}`).join(', ')}}`;
+}

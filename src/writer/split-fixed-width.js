@@ -1,0 +1,54 @@
+/**
+ * Gathers fixed-width values (Gluten's splitFixedWidthValueBuffer):
+ * dst row (dstRow + j) = src row rowIds[start + j]. Widths of 1, 2 and
+ * multiples of 4 bytes copy whole words (never through floats, which could
+ * rewrite NaN payloads); other widths (fixed-size binary) copy bytes.
+ */
+export function splitFixedWidth(src, byteWidth, rowIds, start, end, dst, dstRow) {
+    if (byteWidth === 1) {
+        const s = src.bytes;
+        const d = dst.values;
+        for (let k = start, j = dstRow; k < end; k++, j++)
+            d[j] = s[rowIds[k]];
+    }
+    else if (byteWidth === 2 && src.words16 !== null) {
+        const s = src.words16;
+        const d = dst.values16;
+        for (let k = start, j = dstRow; k < end; k++, j++)
+            d[j] = s[rowIds[k]];
+    }
+    else if (byteWidth === 4 && src.words32 !== null) {
+        const s = src.words32;
+        const d = dst.values32;
+        for (let k = start, j = dstRow; k < end; k++, j++)
+            d[j] = s[rowIds[k]];
+    }
+    else if (byteWidth === 8 && src.words32 !== null) {
+        const s = src.words32;
+        const d = dst.values32;
+        for (let k = start, j = dstRow << 1; k < end; k++, j += 2) {
+            const r = rowIds[k] << 1;
+            d[j] = s[r];
+            d[j + 1] = s[r + 1];
+        }
+    }
+    else if ((byteWidth & 3) === 0 && src.words32 !== null) {
+        const words = byteWidth >>> 2;
+        const s = src.words32;
+        const d = dst.values32;
+        for (let k = start, j = dstRow * words; k < end; k++) {
+            const r = rowIds[k] * words;
+            for (let w = 0; w < words; w++, j++)
+                d[j] = s[r + w];
+        }
+    }
+    else {
+        const s = src.bytes;
+        const d = dst.values;
+        for (let k = start, j = dstRow * byteWidth; k < end; k++) {
+            const r = rowIds[k] * byteWidth;
+            for (let b = 0; b < byteWidth; b++, j++)
+                d[j] = s[r + b];
+        }
+    }
+}
