@@ -32,14 +32,14 @@ import { RowPages } from './row-pages.js';
  * blocks), plus the sizes of its pages and blocks.
  */
 export interface SortShuffleWriterOptions extends ShuffleWriterOptions {
-  /** Bytes of a row page (default: 1/16 of the writer's memory share, between 64 KiB and 4 MiB; at most 128 MiB). */
+  /** Bytes of a row page (default: 1/16 of the writer's memory share, between 16 KiB and 4 MiB; at most 128 MiB). */
   pageBytes?: number;
-  /** Most bytes of rows per compressed block (default: 1/64 of the memory share, between 16 KiB and 256 KiB). */
+  /** Most bytes of rows per compressed block (default: 1/64 of the memory share, between 4 KiB and 256 KiB). */
   blockBytes?: number;
 }
 
-/** Pointer slots allocated first (spark.shuffle.sort.initialBufferSize). */
-const INITIAL_POINTERS = 4096;
+/** Pointer slots allocated first (a quarter of spark.shuffle.sort.initialBufferSize: ours are 16 bytes with the sort scratch, and small pools matter). */
+const INITIAL_POINTERS = 1024;
 /** Per input row of a batch: partition id, key hash, row size, row start, variable-section cursor. */
 const SCRATCH_BYTES_PER_ROW = 20;
 const EMPTY: Uint8Array = new Uint8Array(0);
@@ -124,8 +124,8 @@ export class SortShuffleWriter implements Reclaimable {
     this.spillDir = options.spillDir ?? tmpdir();
     this.output = output;
     this.reservation = pool.register(`SortShuffleWriter[map ${options.mapId ?? 0}]`, this);
-    this.pages = new RowPages(options.pageBytes ?? clampKiB(share / 16, 64, 4096), this.reservation);
-    this.blockBytes = options.blockBytes ?? clampKiB(share / 64, 16, 256);
+    this.pages = new RowPages(options.pageBytes ?? clampKiB(share / 16, 16, 4096), this.reservation);
+    this.blockBytes = options.blockBytes ?? clampKiB(share / 64, 4, 256);
     // the merge's read buffer for spilled blocks, as the columnar writer's: 1 MiB, less in a small pool
     this.mergeBufferBytes = Number.isFinite(pool.limit) ? Math.min(1 << 20, Math.max(64 << 10, Math.floor(pool.limit / 8))) : 1 << 20;
     this.partitionRows = new Array<number>(this.numPartitions).fill(0);
