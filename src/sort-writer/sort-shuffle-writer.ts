@@ -90,6 +90,7 @@ export class SortShuffleWriter implements Reclaimable {
   private readonly blockBytes: number;
   private readonly mergeBufferBytes: number;
   private blockWriter: BlockWriter | null = null;
+  private blockWriterBytes = 0;
   private spillFile: SpillFile | null = null;
   /** the spill run being written, if any: a second one waits for it */
   private spilling: Promise<void> | null = null;
@@ -246,7 +247,9 @@ export class SortShuffleWriter implements Reclaimable {
   /**
    * Gives memory back to the pool: writes the buffered rows out as a spill
    * run (unless the final pass is already writing them), then drops the
-   * spare pages and, between writes, the empty pointer array.
+   * spare pages and, between writes, everything else (the empty pointer
+   * array, the scratch arrays, the block writer: the next write reserves
+   * them again).
    */
   async reclaim(requested: number): Promise<number> {
     void requested; // everything that can go goes: a partial spill would not free whole pages
@@ -260,10 +263,13 @@ export class SortShuffleWriter implements Reclaimable {
       }
     }
     let freed = this.pages.releaseSpares();
-    if (!this.writing && this.state === 'open' && this.pointers.count === 0 && this.pointers.allocatedBytes > 0) {
-      freed += this.pointers.allocatedBytes;
+    if (!this.writing && this.state === 'open' && this.pointers.count === 0) {
+      const before = this.reservation.size;
       this.reservation.shrink(this.pointers.allocatedBytes);
       this.pointers.release();
+      this.releaseScratch();
+      this.releaseBlockWriter();
+      freed += before - this.reservation.size;
     }
     return freed;
   }
@@ -346,8 +352,16 @@ export class SortShuffleWriter implements Reclaimable {
       maxRows: this.options.maxBatchRows ?? DEFAULT_MAX_BATCH_ROWS,
       compressionMinRows: this.options.compressionMinRows ?? DEFAULT_COMPRESSION_MIN_ROWS,
     };
-    await this.reservation.grow(BlockWriter.bytesFor(options));
+    const bytes = BlockWriter.bytesFor(options);
+    await this.reservation.grow(bytes);
     this.blockWriter = new BlockWriter(options, this.reservation);
+    this.blockWriterBytes = bytes;
+  }
+
+  private releaseBlockWriter(): void {
+    this.reservation.shrink(this.blockWriterBytes);
+    this.blockWriterBytes = 0;
+    this.blockWriter = null;
   }
 
   /**
