@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises';
 import { ShuffleError } from '../errors.js';
 import { CODEC_NAMES, type CodecName } from '../format/codec.js';
 import { MemoryPool } from '../memory/memory-pool.js';
-import { ShuffleWriter } from '../writer/shuffle-writer.js';
+import { createShuffleWriter, WRITER_KINDS, type WriterKind } from '../writer-kind.js';
 import type { ShuffleWriteResult } from '../writer/writer-options.js';
 import type { Partitioning } from '../writer/partitioner.js';
 import {
@@ -26,6 +26,7 @@ const OPTIONS = {
   key: { type: 'string', short: 'k', multiple: true },
   partitioning: { type: 'string' },
   codec: { type: 'string', short: 'c' },
+  writer: { type: 'string', short: 'w' },
   'map-id': { type: 'string' },
   'memory-limit': { type: 'string' },
   'spill-dir': { type: 'string' },
@@ -42,6 +43,7 @@ interface WriteArgs {
   partitioning: Partitioning;
   outputPrefix: string;
   codec: CodecName;
+  writer: WriterKind;
   mapId: number;
   /** bytes the writer may hold; undefined: unbounded */
   memoryLimit: number | undefined;
@@ -67,6 +69,7 @@ function parse(args: string[]): WriteArgs {
     partitioning: kind === 'hash' ? { kind, keys } : { kind },
     outputPrefix,
     codec: choiceOption(stringOption(parsed, 'codec'), 'codec', CODEC_NAMES, 'write') ?? 'lz4',
+    writer: choiceOption(stringOption(parsed, 'writer'), 'writer', WRITER_KINDS, 'write') ?? 'hash',
     mapId: integerOption(stringOption(parsed, 'map-id'), 'map-id', 'write', 0) ?? 0,
     memoryLimit: byteSizeOption(stringOption(parsed, 'memory-limit'), 'memory-limit', 'write'),
     spillDir: spillDirOption(stringOption(parsed, 'spill-dir')),
@@ -83,7 +86,7 @@ export async function writeCommand(args: string[], ctx: CliContext): Promise<num
   const progress = createProgress(ctx.stderr, 'write');
   let result: ShuffleWriteResult;
   try {
-    const writer = await ShuffleWriter.create({
+    const writer = await createShuffleWriter(options.writer, {
       numPartitions: options.numPartitions,
       partitioning: options.partitioning,
       outputPrefix: options.outputPrefix,
@@ -130,6 +133,7 @@ function report(ctx: CliContext, options: WriteArgs, format: InputFormat, result
       partitions: result.numPartitions,
       partitioning: options.partitioning,
       codec: options.codec,
+      writer: options.writer,
       bytesWritten: result.bytesWritten,
       output: result.paths,
       partitionLengths: result.partitionLengths,
@@ -149,7 +153,7 @@ function report(ctx: CliContext, options: WriteArgs, format: InputFormat, result
   const max = nonEmpty.reduce((a, b) => Math.max(a, b), 0);
   const how = options.partitioning.kind === 'hash' ? `hash(${options.partitioning.keys.join(', ')})` : options.partitioning.kind;
   writeLine(ctx.stdout, `wrote ${count(result.rows)} rows (${plural(result.batches, 'input batch', 'input batches')}, Arrow ${format}) into ${count(result.numPartitions)} partitions by ${how}`);
-  writeLine(ctx.stdout, `  ${result.paths.data}  ${bytes(result.bytesWritten)} (${options.codec})`);
+  writeLine(ctx.stdout, `  ${result.paths.data}  ${bytes(result.bytesWritten)} (${options.codec}, ${options.writer === 'hash' ? 'columnar hash writer' : 'sort writer: rows'})`);
   writeLine(ctx.stdout, `  ${result.paths.index}`);
   writeLine(ctx.stdout, `  ${result.paths.checksum}`);
   writeLine(

@@ -284,16 +284,18 @@ export class SortShuffleWriter implements Reclaimable {
     const encoder = this.encoder!;
     encoder.measure(sources, n, rowBytes, this.totalRows);
     await this.ensureBlockWriter();
-    await this.ensurePointerCapacity(n);
     for (let i = 0; i < n; ) {
+      // room for more pointers (not necessarily for the whole batch: a small pool spills in between), then for a row
+      if (pointers.count === pointers.capacity) await this.ensurePointerCapacity(n - i);
       await this.ensureRoom(align4(rowBytes[i]!));
-      // from here to the next await nothing else touches the pages
+      // from here to the next await nothing else touches the pages or the pointers
       const number = pages.current;
       const page = pages.page(number);
       const begin = pages.offset;
+      const last = Math.min(n, i + pointers.capacity - pointers.count);
       let at = begin;
       let j = i;
-      while (j < n && at + align4(rowBytes[j]!) <= page.byteLength) {
+      while (j < last && at + align4(rowBytes[j]!) <= page.byteLength) {
         rowStart[j] = at;
         at += align4(rowBytes[j]!);
         j++;
@@ -325,17 +327,20 @@ export class SortShuffleWriter implements Reclaimable {
     }
   }
 
-  /** Room for `rows` more pointers: the array doubles, or, when the pool refuses, the rows are spilled and it is reused. */
-  private async ensurePointerCapacity(rows: number): Promise<void> {
+  /**
+   * Room for more pointers, `wanted` at most: the array doubles (or grows to
+   * `wanted` more at once); when the pool refuses, the rows are spilled and
+   * the array is reused, or, if it has no room at all, it waits for the pool.
+   */
+  private async ensurePointerCapacity(wanted: number): Promise<void> {
     const { pointers } = this;
-    if (pointers.count + rows <= pointers.capacity) return;
-    let target = Math.max(pointers.count + rows, pointers.capacity * 2, INITIAL_POINTERS);
+    let target = Math.max(Math.min(pointers.count + wanted, pointers.capacity * 4), pointers.capacity * 2, INITIAL_POINTERS);
     if (!this.reservation.tryGrow(target * POINTER_SLOT_BYTES)) {
       if (pointers.count > 0) {
         await this.spill();
-        if (rows <= pointers.capacity) return;
+        if (pointers.capacity > 0) return;
       }
-      target = Math.max(rows, INITIAL_POINTERS);
+      target = INITIAL_POINTERS;
       await this.reservation.grow(target * POINTER_SLOT_BYTES);
     }
     const old = pointers.allocatedBytes;
