@@ -15,7 +15,7 @@ export function copyBytes(src: Uint8Array, srcView: DataView, from: number, dst:
   for (; b < length; b++) dst[to + b] = src[from + b]!;
 }
 
-/** `n` rounded up to a multiple of 4 (rows are 4-aligned in pages and blocks). */
+/** `n` rounded up to a multiple of 4 (rows are 4-aligned in pages and blocks); exact for any length up to 2^53, not only int32. */
 export function align4(n: number): number {
-  return (n + 3) & ~3;
+  return n + ((4 - (n & 3)) & 3);
 }

@@ -101,6 +101,8 @@ function rowKindOf(field: Field): RowKind {
     case 'bool':
       return { kind: 'bool' };
     case 'fixed-width':
+      // a schema read from a file may claim widths no writer makes (a 1-bit Decimal is 1/8 byte)
+      if (!(Number.isInteger(layout.byteWidth) && layout.byteWidth > 0)) throw unsupported(field);
       return { kind: 'fixed', width: layout.byteWidth };
     case 'binary':
       return { kind: 'variable', offsetWidth: layout.offsetWidth };
@@ -113,7 +115,7 @@ function rowKindOf(field: Field): RowKind {
 function unsupported(field: Field): ShuffleError {
   return new ShuffleError(
     'CS_UNSUPPORTED_TYPE',
-    `the sort writer cannot shuffle a column of type ${String(field.type)}: nested and dictionary columns are not supported in rows yet`,
+    `the sort writer cannot shuffle a column of type ${String(field.type)}: its rows hold flat types only (nested and dictionary columns are not supported yet)`,
     { column: field.name },
   );
 }
