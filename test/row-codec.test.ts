@@ -154,6 +154,6 @@ describe('the decoder refuses inconsistent rows', () => {
     const bytes = encodeBatch(batchOf(schema, [makeData({ type: new Null(), length: 2 })], 2)).slice();
     expect(hex(bytes)).toBe('01 00 00 00 01 00 00 00 01 00 00 00 01 00 00 00'); // length 1: the bitmap, null bit set; padded to 8
     bytes[8 + 4] = 0;
-    expect(() => decode(schema, bytes, 2)).toThrow(/field 0 is of type Null but 1 rows say it is not null/);
+    expect(() => decode(schema, bytes, 2)).toThrow(/row 1: field 0 is of type Null but its null bit is clear/);
   });
 });
