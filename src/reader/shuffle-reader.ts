@@ -3,7 +3,7 @@ import { ShuffleError, type ErrorLocation } from '../errors.js';
 import { readIpcSchema, readIpcStream } from '../format/ipc-reader.js';
 import { crc32cOf, outputPaths } from '../format/output-files.js';
 import { isRowPartition, parseRowPartitionHeader, rowHeaderLength } from '../sort-writer/row-format.js';
-import { readRowPartition } from '../sort-writer/row-reader.js';
+import { readRowPartition, RowHeaderCache } from '../sort-writer/row-reader.js';
 import { sameSchema } from '../writer/same-schema.js';
 import { BatchCoalescer } from './batch-coalescer.js';
 import { LocalFileSource, type ByteRangeSource } from './byte-source.js';
@@ -44,6 +44,8 @@ export class ShuffleReader {
   /** Byte offsets of each partition in the data file: partition p is [offsets[p], offsets[p+1]). */
   readonly offsets: readonly number[];
   readonly checksums: readonly number[] | null;
+  /** the partitions of a sort-writer output share their header: its schema is decoded once */
+  private readonly rowHeaders = new RowHeaderCache();
   private constructor(
     private readonly sources: ShuffleOutputSources,
     offsets: number[],
@@ -180,7 +182,7 @@ export class ShuffleReader {
     for (let p = start; p < end; p++) {
       const bytes = await this.partitionBytes(p); // an empty partition too: its checksum must be that of nothing
       if (bytes.byteLength === 0) continue;
-      const batches = isRowPartition(bytes) ? readRowPartition(bytes, this.location(p), this.openOptions) : readIpcStream(bytes, this.location(p), this.openOptions);
+      const batches = isRowPartition(bytes) ? readRowPartition(bytes, this.location(p), this.openOptions, this.rowHeaders) : readIpcStream(bytes, this.location(p), this.openOptions);
       for await (const batch of batches) {
         if (schema === null) schema = batch.schema;
         else if (batch.schema !== schema && !sameSchema(schema, batch.schema)) {

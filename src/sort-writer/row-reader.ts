@@ -3,7 +3,7 @@ import { ShuffleError, type ErrorLocation } from '../errors.js';
 import type { Codec, CodecName } from '../format/codec.js';
 import { DEFAULT_MAX_BUFFER_BYTES, type IpcReadOptions } from '../format/ipc-reader.js';
 import { RowDecoder } from './row-decoder.js';
-import { BLOCK_HEADER_BYTES, corruptRows, parseRowPartitionHeader } from './row-format.js';
+import { BLOCK_HEADER_BYTES, corruptRows, parseRowPartitionHeader, rowHeaderLength, type RowPartitionHeader } from './row-format.js';
 import { rowLayoutOf, type RowLayout } from './row-layout.js';
 
 /**
@@ -15,11 +15,9 @@ import { rowLayoutOf, type RowLayout } from './row-layout.js';
  * file offset of the block); the next block is decompressed while the
  * current one is decoded.
  */
-export async function* readRowPartition(bytes: Uint8Array, where: ErrorLocation = {}, options: IpcReadOptions = {}): AsyncGenerator<RecordBatch> {
+export async function* readRowPartition(bytes: Uint8Array, where: ErrorLocation = {}, options: IpcReadOptions = {}, headers = new RowHeaderCache()): AsyncGenerator<RecordBatch> {
   const maxBufferBytes = options.maxBufferBytes ?? DEFAULT_MAX_BUFFER_BYTES;
-  const header = parseRowPartitionHeader(bytes, where);
-  const layout = layoutOrCorrupt(header.schema, where);
-  const decoder = new RowDecoder(header.schema, layout);
+  const { header, layout, decoder } = headers.parse(bytes, where);
   const blocks = new BlockCursor(bytes, header.bodyStart, layout, header.codecName, where, maxBufferBytes);
   const start = (block: BlockRef | null) => (block === null ? null : { block, raw: storedRows(block, header.codec, where) });
   let next = start(blocks.next());
@@ -29,6 +27,35 @@ export async function* readRowPartition(bytes: Uint8Array, where: ErrorLocation 
     next = start(blocks.next()); // the next block decompresses while this one is decoded
     next?.raw.catch(() => undefined); // awaited in its turn; must not go unhandled if this one fails first
     yield decoder.decode(rows, block.rows, (what) => corruptRows(`block at ${block.at}: ${what}`, where, block.at));
+  }
+}
+
+interface ParsedHeader {
+  header: RowPartitionHeader;
+  layout: RowLayout;
+  decoder: RowDecoder;
+}
+
+/**
+ * The parsed header of the last row partition seen: the partitions of one
+ * output start with the same header bytes, so a reader going through
+ * thousands of partitions decodes the schema message once, not per
+ * partition. Decoding is synchronous per block, so concurrent reads may
+ * share the decoder.
+ */
+export class RowHeaderCache {
+  private bytes: Uint8Array | null = null;
+  private parsed: ParsedHeader | null = null;
+
+  parse(partition: Uint8Array, where: ErrorLocation): ParsedHeader {
+    const length = rowHeaderLength(partition);
+    const cached = this.bytes;
+    if (cached !== null && length === cached.byteLength && length <= partition.byteLength && Buffer.compare(cached, partition.subarray(0, length)) === 0) return this.parsed!;
+    const header = parseRowPartitionHeader(partition, where);
+    const layout = layoutOrCorrupt(header.schema, where);
+    this.parsed = { header, layout, decoder: new RowDecoder(header.schema, layout) };
+    this.bytes = partition.slice(0, header.bodyStart);
+    return this.parsed;
   }
 }
 
