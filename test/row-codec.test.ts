@@ -35,7 +35,9 @@ function encodeBatch(batch: RecordBatch, page?: Uint8Array): Uint8Array {
     at += (rowBytes[i]! + 3) & ~3;
   }
   expect(at).toBe(total);
-  encoder.encode(sources, 0, n, target, new DataView(target.buffer, target.byteOffset, target.byteLength), rowStart, rowBytes, new Uint32Array(n));
+  // rows encoded in reverse order: the encoder takes any order of row ids and places each row where rowStart says
+  const ids = Uint32Array.from({ length: n }, (_, i) => n - 1 - i);
+  encoder.encode(sources, ids, 0, n, target, new DataView(target.buffer, target.byteOffset, target.byteLength), rowStart, rowBytes, new Uint32Array(n));
   return target.subarray(0, total);
 }
 

@@ -49,13 +49,15 @@ export class RowEncoder {
   }
 
   /**
-   * Encodes rows [from, to) into `page`: row i starts at `rowStart[i]` (a
-   * multiple of 4) and takes `rowBytes[i]` bytes (from `measure`) plus its
-   * zero padding. `varCursor[from, to)` is scratch for the next free byte of
-   * each row's variable section.
+   * Encodes the rows `ids[from, to)` into `page`: row i starts at
+   * `rowStart[i]` (a multiple of 4) and takes `rowBytes[i]` bytes (from
+   * `measure`) plus its zero padding. `varCursor[i]` is scratch for the next
+   * free byte of row i's variable section. The ids may come in any order
+   * (the writer passes them grouped by partition).
    */
   encode(
     sources: readonly SourceColumn[],
+    ids: Uint32Array,
     from: number,
     to: number,
     page: Uint8Array,
@@ -65,7 +67,8 @@ export class RowEncoder {
     varCursor: Uint32Array,
   ): void {
     const { fields, bitmapBytes, headerBytes } = this.layout;
-    for (let i = from; i < to; i++) {
+    for (let k = from; k < to; k++) {
+      const i = ids[k]!;
       const start = rowStart[i]!;
       const bytes = rowBytes[i]!;
       view.setUint32(start, bytes - ROW_LENGTH_BYTES, true);
@@ -81,18 +84,21 @@ export class RowEncoder {
       const mask = 1 << (f & 7);
       switch (field.kind) {
         case 'null':
-          for (let i = from; i < to; i++) page[rowStart[i]! + bitmapAt]! |= mask;
+          for (let k = from; k < to; k++) {
+            const i = ids[k]!;
+            page[rowStart[i]! + bitmapAt]! |= mask;
+          }
           break;
         case 'bool':
-          encodeBool(src, from, to, page, rowStart, field.slot);
-          markNulls(src, from, to, page, rowStart, bitmapAt, mask, field.slot, 1);
+          encodeBool(src, ids, from, to, page, rowStart, field.slot);
+          markNulls(src, ids, from, to, page, rowStart, bitmapAt, mask, field.slot, 1);
           break;
         case 'fixed':
-          encodeFixed(src, field.width, from, to, page, view, rowStart, field.slot);
-          markNulls(src, from, to, page, rowStart, bitmapAt, mask, field.slot, field.width);
+          encodeFixed(src, field.width, ids, from, to, page, view, rowStart, field.slot);
+          markNulls(src, ids, from, to, page, rowStart, bitmapAt, mask, field.slot, field.width);
           break;
         case 'variable':
-          encodeVariable(src, from, to, page, view, rowStart, varCursor, field.slot, bitmapAt, mask);
+          encodeVariable(src, ids, from, to, page, view, rowStart, varCursor, field.slot, bitmapAt, mask);
           break;
       }
     }
@@ -103,10 +109,11 @@ function isSet(bits: Uint8Array, index: number): boolean {
   return ((bits[index >>> 3]! >>> (index & 7)) & 1) === 1;
 }
 
-function encodeBool(src: SourceColumn, from: number, to: number, page: Uint8Array, rowStart: Uint32Array, slot: number): void {
+function encodeBool(src: SourceColumn, ids: Uint32Array, from: number, to: number, page: Uint8Array, rowStart: Uint32Array, slot: number): void {
   const bits = src.bytes;
   const bitOffset = src.bitOffset;
-  for (let i = from; i < to; i++) {
+  for (let k = from; k < to; k++) {
+    const i = ids[k]!;
     const bit = bitOffset + i;
     page[rowStart[i]! + slot] = (bits[bit >>> 3]! >>> (bit & 7)) & 1;
   }
@@ -120,6 +127,7 @@ function encodeBool(src: SourceColumn, from: number, to: number, page: Uint8Arra
 function encodeFixed(
   src: SourceColumn,
   width: number,
+  ids: Uint32Array,
   from: number,
   to: number,
   page: Uint8Array,
@@ -130,26 +138,38 @@ function encodeFixed(
   const words = src.words32;
   const bytes = src.bytes;
   if (width === 8 && words !== null) {
-    for (let i = from; i < to; i++) {
+    for (let k = from; k < to; k++) {
+      const i = ids[k]!;
       const at = rowStart[i]! + slot;
       view.setInt32(at, words[2 * i]!, true);
       view.setInt32(at + 4, words[2 * i + 1]!, true);
     }
   } else if (width === 4 && words !== null) {
-    for (let i = from; i < to; i++) view.setInt32(rowStart[i]! + slot, words[i]!, true);
+    for (let k = from; k < to; k++) {
+      const i = ids[k]!;
+      view.setInt32(rowStart[i]! + slot, words[i]!, true);
+    }
   } else if (width === 2 && src.words16 !== null) {
     const halves = src.words16;
-    for (let i = from; i < to; i++) view.setUint16(rowStart[i]! + slot, halves[i]!, true);
+    for (let k = from; k < to; k++) {
+      const i = ids[k]!;
+      view.setUint16(rowStart[i]! + slot, halves[i]!, true);
+    }
   } else if (width === 1) {
-    for (let i = from; i < to; i++) page[rowStart[i]! + slot] = bytes[i]!;
+    for (let k = from; k < to; k++) {
+      const i = ids[k]!;
+      page[rowStart[i]! + slot] = bytes[i]!;
+    }
   } else if ((width & 3) === 0 && words !== null) {
     const n = width >>> 2;
-    for (let i = from; i < to; i++) {
+    for (let k = from; k < to; k++) {
+      const i = ids[k]!;
       const at = rowStart[i]! + slot;
       for (let w = 0; w < n; w++) view.setInt32(at + 4 * w, words[i * n + w]!, true);
     }
   } else {
-    for (let i = from; i < to; i++) {
+    for (let k = from; k < to; k++) {
+      const i = ids[k]!;
       const at = rowStart[i]! + slot;
       const s = i * width;
       for (let b = 0; b < width; b++) page[at + b] = bytes[s + b]!;
@@ -160,6 +180,7 @@ function encodeFixed(
 /** Sets the null bit of every null row and zeroes its slot (the value copied there is whatever the column held). */
 function markNulls(
   src: SourceColumn,
+  ids: Uint32Array,
   from: number,
   to: number,
   page: Uint8Array,
@@ -172,7 +193,8 @@ function markNulls(
   const validity = src.validity;
   if (validity === null) return;
   const bitOffset = src.bitOffset;
-  for (let i = from; i < to; i++) {
+  for (let k = from; k < to; k++) {
+    const i = ids[k]!;
     if (isSet(validity, bitOffset + i)) continue;
     const start = rowStart[i]!;
     page[start + bitmapAt]! |= mask;
@@ -183,6 +205,7 @@ function markNulls(
 /** Writes each value's length into its slot and its bytes into the row's variable section. */
 function encodeVariable(
   src: SourceColumn,
+  ids: Uint32Array,
   from: number,
   to: number,
   page: Uint8Array,
@@ -199,7 +222,8 @@ function encodeVariable(
   const dataView = new DataView(data.buffer, data.byteOffset, data.byteLength);
   const validity = src.validity;
   const bitOffset = src.bitOffset;
-  for (let i = from; i < to; i++) {
+  for (let k = from; k < to; k++) {
+    const i = ids[k]!;
     const start = rowStart[i]!;
     if (validity !== null && !isSet(validity, bitOffset + i)) {
       page[start + bitmapAt]! |= mask;

@@ -6,6 +6,7 @@ import { assertDirectory, DataFileWriter } from '../format/output-files.js';
 import { MemoryPool, type MemoryReservation, type Reclaimable } from '../memory/memory-pool.js';
 import { SpillFile } from '../spill/spill-file.js';
 import { columnIndex, createPartitioner, type Partitioner } from '../writer/partitioner.js';
+import { PartitionRows } from '../writer/partition-rows.js';
 import { sameSchema } from '../writer/same-schema.js';
 import { prepareSourceColumn } from '../writer/source-column.js';
 import { columnLayoutOf, type ColumnLayout } from '../writer/column-layout.js';
@@ -40,8 +41,15 @@ export interface SortShuffleWriterOptions extends ShuffleWriterOptions {
 
 /** Pointer slots allocated first (a quarter of spark.shuffle.sort.initialBufferSize: ours are 16 bytes with the sort scratch, and small pools matter). */
 const INITIAL_POINTERS = 1024;
-/** Per input row of a batch: partition id, key hash, row size, row start, variable-section cursor. */
-const SCRATCH_BYTES_PER_ROW = 20;
+/** Per input row of a batch: partition id, key hash, row size, row start, variable-section cursor, placement order. */
+const SCRATCH_BYTES_PER_ROW = 24;
+/** Up to this many partitions, rows are placed in pages grouped by partition (appendRows). */
+const MAX_GROUPED_PARTITIONS = 1 << 16;
+
+/** What PartitionRows' per-partition arrays take (offsets, used partitions, cursors). */
+function groupBytes(numPartitions: number): number {
+  return 12 * (numPartitions + 1);
+}
 const EMPTY: Uint8Array = new Uint8Array(0);
 
 type WriterState = 'open' | 'finishing' | 'finished' | 'aborted';
@@ -109,6 +117,10 @@ export class SortShuffleWriter implements Reclaimable {
   private rowBytes = new Uint32Array(0);
   private rowStart = new Uint32Array(0);
   private varCursor = new Uint32Array(0);
+  /** the batch's rows grouped by partition (placementOrder), or null until the first batch */
+  private groups: PartitionRows | null = null;
+  /** 0, 1, 2, ...: the placement order beyond MAX_GROUPED_PARTITIONS */
+  private identity = new Uint32Array(0);
   private readonly partitionRows: number[];
   private readonly partitionBlocks: number[];
   private totalRows = 0;
@@ -277,6 +289,14 @@ export class SortShuffleWriter implements Reclaimable {
   // ------------------------------------------------------------------------------------------
 
   /** Encodes the batch's rows into pages, a run of rows per page, and appends their pointers. */
+  /**
+   * Encodes the batch's rows into pages, a run of rows per page, and appends
+   * their pointers. The rows are placed grouped by partition (a counting sort
+   * of the batch, stable): the copy-out then reads each partition's rows of
+   * a batch from one stretch of a page instead of jumping through all of
+   * them, which on these machines costs several times the copy itself
+   * (cache and TLB misses). Order within a partition stays the input order.
+   */
   private async appendRows(batch: RecordBatch): Promise<void> {
     const n = batch.numRows;
     const sources = this.outputColumns.map((c, f) => prepareSourceColumn(batch.data.children[c]!, this.layouts[f]!));
@@ -284,31 +304,54 @@ export class SortShuffleWriter implements Reclaimable {
     const encoder = this.encoder!;
     encoder.measure(sources, n, rowBytes, this.totalRows);
     await this.ensureBlockWriter();
-    for (let i = 0; i < n; ) {
+    const ids = await this.placementOrder(n);
+    for (let k = 0; k < n; ) {
       // room for more pointers (not necessarily for the whole batch: a small pool spills in between), then for a row
-      if (pointers.count === pointers.capacity) await this.ensurePointerCapacity(n - i);
-      await this.ensureRoom(align4(rowBytes[i]!));
+      if (pointers.count === pointers.capacity) await this.ensurePointerCapacity(n - k);
+      await this.ensureRoom(align4(rowBytes[ids[k]!]!));
       // from here to the next await nothing else touches the pages or the pointers
       const number = pages.current;
       const page = pages.page(number);
       const begin = pages.offset;
-      const last = Math.min(n, i + pointers.capacity - pointers.count);
+      const last = Math.min(n, k + pointers.capacity - pointers.count);
       let at = begin;
-      let j = i;
-      while (j < last && at + align4(rowBytes[j]!) <= page.byteLength) {
-        rowStart[j] = at;
-        at += align4(rowBytes[j]!);
+      let j = k;
+      while (j < last && at + align4(rowBytes[ids[j]!]!) <= page.byteLength) {
+        const i = ids[j]!;
+        rowStart[i] = at;
+        at += align4(rowBytes[i]!);
         j++;
       }
-      encoder.encode(sources, i, j, page, pages.view(number), rowStart, rowBytes, varCursor);
-      for (let k = i; k < j; k++) {
-        const p = partitionIds[k]!;
-        pointers.append(packHi(p, number), packLo(number, rowStart[k]!));
+      encoder.encode(sources, ids, k, j, page, pages.view(number), rowStart, rowBytes, varCursor);
+      for (let m = k; m < j; m++) {
+        const i = ids[m]!;
+        const p = partitionIds[i]!;
+        pointers.append(packHi(p, number), packLo(number, rowStart[i]!));
         this.partitionRows[p]!++;
       }
       pages.advance(at - begin);
-      i = j;
+      k = j;
     }
+  }
+
+  /**
+   * The batch's row ids grouped by partition (PartitionRows, the columnar
+   * writer's counting sort), or in input order beyond MAX_GROUPED_PARTITIONS
+   * partitions, where a batch has about one row per partition anyway and the
+   * per-partition arrays would cost more than they save.
+   */
+  private async placementOrder(rows: number): Promise<Uint32Array> {
+    if (this.numPartitions > MAX_GROUPED_PARTITIONS) {
+      if (this.identity.length < rows) this.identity = Uint32Array.from({ length: this.scratchRows }, (_, i) => i);
+      return this.identity;
+    }
+    if (this.groups === null) {
+      await this.reservation.grow(groupBytes(this.numPartitions));
+      this.groups = new PartitionRows(this.numPartitions);
+    }
+    // its row-id array grows to at most scratchRows, which the scratch reservation covers
+    this.groups.build(this.partitionIds, rows);
+    return this.groups.rowOffset2RowId;
   }
 
   /** Makes the current page one with `bytes` free: a spare, a new page, or, when the pool refuses, the pages emptied by a spill. */
@@ -431,6 +474,9 @@ export class SortShuffleWriter implements Reclaimable {
 
   private releaseScratch(): void {
     this.reservation.shrink(this.scratchRows * SCRATCH_BYTES_PER_ROW);
+    if (this.groups !== null) this.reservation.shrink(groupBytes(this.numPartitions));
+    this.groups = null;
+    this.identity = new Uint32Array(0);
     this.scratchRows = 0;
     this.partitionIds = new Uint32Array(0);
     this.rowBytes = new Uint32Array(0);
@@ -444,6 +490,7 @@ export class SortShuffleWriter implements Reclaimable {
     this.pointers.release();
     this.pointers.count = 0;
     this.blockWriter = null;
+    this.groups = null;
     this.reservation.free();
   }
 
