@@ -33,6 +33,8 @@ export interface ObjectRowOptions {
   codec: CodecName;
   /** writes `<prefix>.data` and `<prefix>.index` */
   outputPrefix: string;
+  /** called once every row is grouped, before serializing: when the shuffle holds the most (the benchmark samples memory there) */
+  onGrouped?: () => void;
 }
 
 export interface ObjectRowResult {
@@ -89,6 +91,7 @@ export async function writeObjectRows(batches: Iterable<RecordBatch>, options: O
     }
     rows += batch.numRows;
   }
+  options.onGrouped?.();
   const handle = await open(`${options.outputPrefix}.data`, 'w');
   const partitionLengths: number[] = [];
   try {
