@@ -190,13 +190,19 @@ describe('compression', () => {
     });
   });
 
-  test('blocks of fewer than compressionMinRows rows are stored as they are', async () => {
+  test('blocks of fewer than compressionMinRows rows are stored as they are, unless they hold 4 KiB or more', async () => {
     const out = await write([batch([...rowsOfLength(150, 30), ...rowsOfLength(50, 30, 1)])], { codec: 'lz4', compressionMinRows: 100 });
     const [big] = blocksOf(out.partitions[0]!, 'lz4');
     const [small] = blocksOf(out.partitions[1]!, 'lz4');
     expect(big!.stored.byteLength).toBeLessThan(big!.raw);
     expect(small!.stored.byteLength).toBe(small!.raw);
     expect(u32(small!.stored, 0)).toBe(13 + 30 - 4); // the first row's length prefix (13 fixed bytes + 30 of text, less the prefix): rows as they are
+    // 50 rows of 300-byte strings: few rows, but 15 KiB
+    const wide = await write([batch(rowsOfLength(50, 300))], { codec: 'lz4', compressionMinRows: 100 });
+    const [block] = blocksOf(wide.partitions[0]!, 'lz4');
+    expect(block!.rows).toBe(50);
+    expect(block!.raw).toBeGreaterThanOrEqual(4096);
+    expect(block!.stored.byteLength).toBeLessThan(block!.raw);
   });
 });
 

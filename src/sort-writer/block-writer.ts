@@ -23,9 +23,17 @@ export interface BlockWriterOptions {
   blockBytes: number;
   /** most rows in a block (the reader's batch size) */
   maxRows: number;
-  /** blocks with fewer rows are stored uncompressed (Gluten's compression threshold) */
+  /** blocks with fewer rows, unless they hold at least COMPRESS_BLOCK_BYTES, are stored uncompressed (Gluten's compression threshold) */
   compressionMinRows: number;
 }
+
+/**
+ * A block of at least this many bytes is compressed however few rows it has.
+ * Gluten's row threshold is meant for tiny columnar payloads; a row block of
+ * a few KiB (50 wide rows of one partition in one spill) still compresses to
+ * a fraction, for one async call.
+ */
+export const COMPRESS_BLOCK_BYTES = 4096;
 
 /** Blocks staged in the arena per bufferful: headers are carved from a buffer of this many. */
 function maxBlocksFor(arenaBytes: number): number {
@@ -165,7 +173,7 @@ export class BlockWriter {
     const header = this.headers.subarray(at, at + BLOCK_HEADER_BYTES);
     const { codec, compressionMinRows } = this.options;
     const large = raw.byteLength > this.options.blockBytes;
-    if (codec !== null && rows >= compressionMinRows && (!large || extra > 0)) {
+    if (codec !== null && (rows >= compressionMinRows || raw.byteLength >= COMPRESS_BLOCK_BYTES) && (!large || extra > 0)) {
       const pieces = await codec.compress(raw);
       let stored = 0;
       for (const piece of pieces) stored += piece.byteLength;

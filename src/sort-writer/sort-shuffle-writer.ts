@@ -30,7 +30,7 @@ import { RowPages } from './row-pages.js';
  * Options of the sort writer: those of ShuffleWriter (the hash-writer-only
  * ones, memLimitFloor, resizeThreshold and mergeThreshold, are ignored;
  * maxBatchRows caps the rows of a block, compressionMinRows applies to
- * blocks), plus the sizes of its pages and blocks.
+ * blocks smaller than 4 KiB), plus the sizes of its pages and blocks.
  */
 export interface SortShuffleWriterOptions extends ShuffleWriterOptions {
   /** Bytes of a row page (default: 1/16 of the writer's memory share, between 16 KiB and 4 MiB; at most 128 MiB). */
