@@ -2,7 +2,7 @@
  * The benchmark suite: the columnar writer against the sort-based row writer
  * and the naive object-row shuffle (bench/RESULTS.md explains the matrix).
  *
- *   npm run bench                 the full profile (about 15-20 minutes here); writes bench/RESULTS.md
+ *   npm run bench                 the full profile (10-20 minutes here); writes bench/RESULTS.md
  *                                 and bench/throughput.svg
  *   npm run bench -- --quick      a small profile (about a minute); writes no file
  *   npm run bench -- --json       also print every result as one JSON object on stdout
