@@ -1,14 +1,12 @@
 /**
- * Writer and reader throughput on the standard narrow shape (int64 key,
- * float64, utf8 ~20 B, int32 with 10 % nulls), hash-partitioned on the key.
+ * The benchmark suite: the columnar writer against the sort-based row writer
+ * and the naive object-row shuffle (bench/RESULTS.md explains the matrix).
  *
- *   npm run bench                 2M rows, P = 8, 200, 1000, lz4; writes bench/RESULTS.md
- *   npm run bench -- --quick      500k rows, a smoke run (does not touch RESULTS.md)
- *   npm run bench -- --json       also print the results as JSON
- *
- * Then spilling: the same input at P = 200 with a memory pool of 1/32 of the
- * input's Arrow bytes against unlimited memory, run alternately in the same
- * process (target: the spilling write within 1.5x of the unlimited one).
+ *   npm run bench                 the full profile (10-20 minutes here); writes bench/RESULTS.md
+ *                                 and bench/throughput.svg
+ *   npm run bench -- --quick      a small profile (about a minute); writes no file
+ *   npm run bench -- --json       also print every result as one JSON object on stdout
+ *   npm run bench -- --out DIR    write RESULTS.md and throughput.svg into DIR instead (also with --quick)
  *
  * Figures on a shared 2-core machine move 20-50 % between runs: compare
  * ratios measured in one run, not absolute numbers across runs.
@@ -16,257 +14,112 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { RecordBatch } from 'apache-arrow';
-import { Bench } from 'tinybench';
-import { ShuffleReader, ShuffleWriter, type CodecName, type ShuffleWriteResult } from '../src/index.js';
-import { MemoryPool } from '../src/memory/memory-pool.js';
-import { batchBytes, narrowBatch } from '../src/cli/demo-data.js';
+import type { CodecName } from '../src/index.js';
+import { failedCase, measureCase, SHUFFLES, type CaseResult, type CaseSpec, type Input } from './measure.js';
+import { derive, e2eRate, readRate, resultsMarkdown, summaryLines, throughputChart, writeRate, type SuiteMeta, type SuiteResults } from './report.js';
+import { batchesOf, inputBytesOf, SHAPES, type Shape } from './shapes.js';
+import { spillComparison, SPILL_FRACTION } from './spill-comparison.js';
 
-const args = new Set(process.argv.slice(2));
+const argv = process.argv.slice(2);
+const args = new Set(argv);
 const quick = args.has('--quick');
-const BATCH_ROWS = 8192;
-const ROWS = quick ? 500_000 : 2_000_000;
-const PARTITION_COUNTS = [8, 200, 1000];
-const CODECS: CodecName[] = ['lz4'];
-const ITERATIONS = quick ? 2 : 5;
-/** The spill comparison: P, the memory limit as a fraction of the input's Arrow bytes, and the target ratio. */
-const SPILL_PARTITIONS = 200;
-const SPILL_FRACTION = 32;
-const SPILL_TARGET_RATIO = 1.5;
+const outIndex = argv.indexOf('--out');
+const outDir = outIndex >= 0 ? argv[outIndex + 1] : undefined;
+if (outIndex >= 0 && (outDir === undefined || outDir.startsWith('--'))) throw new Error('--out needs a directory');
 
-interface CaseResult {
-  partitions: number;
-  codec: CodecName;
-  rows: number;
-  inputBytes: number;
-  outputBytes: number;
-  writeMs: number;
-  readMs: number;
+const PROFILE = quick
+  ? { rows: { narrow: 200_000, wide: 50_000 }, objectFraction: 4, iterations: 1, warmup: 0, spillRounds: 1 }
+  : { rows: { narrow: 2_000_000, wide: 500_000 }, objectFraction: 8, iterations: 3, warmup: 1, spillRounds: 5 };
+const PARTITION_COUNTS = [1, 8, 200, 1000, 4000, 10000];
+const CODECS: readonly CodecName[] = ['lz4', 'zstd', 'none'];
+const TIGHT_PARTITIONS = [200, 1000];
+/** The tight memory limit: this fraction of the input's Arrow bytes (as the spill comparison's), at least TIGHT_FLOOR. */
+const TIGHT_FRACTION = SPILL_FRACTION;
+/** The quick profile's inputs are small: 1/32 of them is below what a writer needs at 1000 partitions. */
+const TIGHT_FLOOR = 2 * 1024 * 1024;
+
+function inputOf(shape: Shape, rows: number): Input {
+  const batches = batchesOf(shape, rows);
+  return { shape: shape.name, key: shape.key, schema: shape.schema, batches, rows, inputBytes: inputBytesOf(batches) };
 }
 
-interface SpillCase {
-  /** null: unlimited */
-  memoryLimit: number | null;
-  writeMs: number;
-  spills: number;
-  spilledBytes: number;
-  peakMemoryBytes: number;
-  outputBytes: number;
+/** The matrix, in the order it runs. */
+function matrix(inputs: Record<string, { full: Input }>): CaseSpec[] {
+  const specs: CaseSpec[] = [];
+  for (const shape of Object.keys(inputs)) {
+    for (const partitions of PARTITION_COUNTS) for (const shuffle of SHUFFLES) specs.push({ shape, shuffle, partitions, codec: 'lz4', memoryLimit: null });
+    for (const codec of CODECS.filter((c) => c !== 'lz4')) for (const shuffle of SHUFFLES) specs.push({ shape, shuffle, partitions: 200, codec, memoryLimit: null });
+    const limit = Math.max(TIGHT_FLOOR, Math.floor(inputs[shape]!.full.inputBytes / TIGHT_FRACTION));
+    for (const partitions of TIGHT_PARTITIONS) for (const shuffle of ['columnar', 'sort'] as const) specs.push({ shape, shuffle, partitions, codec: 'lz4', memoryLimit: limit });
+  }
+  return specs;
 }
 
-interface SpillResult {
-  partitions: number;
-  codec: CodecName;
-  rows: number;
-  inputBytes: number;
-  rounds: number;
-  unlimited: SpillCase;
-  limited: SpillCase;
-  /** limited.writeMs / unlimited.writeMs */
-  ratio: number;
+function line(c: CaseResult): string {
+  const memory = c.memoryLimit === null ? 'unlimited' : `${(c.memoryLimit / 1024 / 1024).toFixed(2)} MiB`;
+  if (c.error !== undefined) return `${c.shape} P=${c.partitions} ${c.codec} ${memory} ${c.shuffle}: FAILED (${c.error})`;
+  return `${c.shape} P=${c.partitions} ${c.codec} ${memory} ${c.shuffle}: write ${(writeRate(c) / 1e6).toFixed(2)} M rows/s, read ${(readRate(c) / 1e6).toFixed(2)}, ` +
+    `end to end ${(e2eRate(c) / 1e6).toFixed(2)}; ${(c.outputBytes / c.rows).toFixed(1)} B/row${c.spills > 0 ? `, ${c.spills} spills` : ''}`;
 }
 
 async function main(): Promise<void> {
-  const batches = Array.from({ length: Math.ceil(ROWS / BATCH_ROWS) }, (_, i) =>
-    narrowBatch(Math.min(BATCH_ROWS, ROWS - i * BATCH_ROWS), i + 1),
-  );
-  const inputBytes = batches.reduce((sum, b) => sum + batchBytes(b), 0);
+  const started = Date.now();
+  const inputs: Record<string, { full: Input; object: Input }> = {};
+  for (const shape of [SHAPES.narrow, SHAPES.wide]) {
+    const rows = PROFILE.rows[shape.name as 'narrow' | 'wide'];
+    inputs[shape.name] = { full: inputOf(shape, rows), object: inputOf(shape, Math.floor(rows / PROFILE.objectFraction)) };
+  }
   const dir = await mkdtemp(join(tmpdir(), 'cs-bench-'));
-  const results: CaseResult[] = [];
-  let spill: SpillResult;
+  const cases: CaseResult[] = [];
+  const spill = [];
   try {
-    for (const codec of CODECS) {
-      for (const partitions of PARTITION_COUNTS) {
-        const prefix = join(dir, `p${partitions}-${codec}`);
-        let outputBytes = 0;
-        const bench = new Bench({ iterations: ITERATIONS, time: 0, warmupIterations: 1, warmupTime: 0 });
-        bench.add(`write P=${partitions} ${codec}`, async () => {
-          const writer = await ShuffleWriter.create({ numPartitions: partitions, partitioning: { kind: 'hash', keys: ['key'] }, outputPrefix: prefix, codec, overwrite: true });
-          for (const batch of batches) await writer.write(batch);
-          outputBytes = (await writer.finish()).bytesWritten;
-        });
-        bench.add(`read P=${partitions} ${codec}`, async () => {
-          const reader = await ShuffleReader.open(prefix);
-          let rows = 0;
-          for await (const batch of reader.readPartitions(0, reader.numPartitions)) rows += batch.numRows;
-          await reader.close();
-          if (rows !== ROWS) throw new Error(`read ${rows} rows, wrote ${ROWS}`);
-        });
-        await bench.run();
-        const [write, read] = bench.tasks.map((task) => {
-          const result = task.result;
-          if (result.state !== 'completed') throw new Error(`${task.name}: ${result.state}`);
-          return result.latency.p50;
-        });
-        results.push({ partitions, codec, rows: ROWS, inputBytes, outputBytes, writeMs: write!, readMs: read! });
-        console.log(formatRow(results[results.length - 1]!));
+    for (const spec of matrix(inputs)) {
+      const input = spec.shuffle === 'object' ? inputs[spec.shape]!.object : inputs[spec.shape]!.full;
+      let result: CaseResult;
+      try {
+        result = await measureCase(spec, input, dir, { iterations: PROFILE.iterations, warmup: PROFILE.warmup });
+      } catch (error) {
+        // a tight limit may be below what a writer needs at that partition count: that is a result too
+        if (spec.memoryLimit === null) throw error;
+        result = failedCase(spec, input, error);
       }
+      cases.push(result);
+      console.log(line(result));
     }
-    spill = await spillComparison(batches, inputBytes, dir);
+    const narrow = inputs['narrow']!.full;
+    for (const writer of ['hash', 'sort'] as const) {
+      const s = await spillComparison(writer, narrow.key, narrow.batches, narrow.inputBytes, dir, PROFILE.spillRounds, TIGHT_FLOOR);
+      spill.push(s);
+    }
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
-  if (args.has('--json')) console.log(JSON.stringify({ results, spill }, null, 2));
-  if (!quick) {
-    await writeFile(new URL('./RESULTS.md', import.meta.url), resultsMarkdown(results, spill));
-    console.log('wrote bench/RESULTS.md');
-  }
-}
-
-/**
- * The same batches at P = 200 into an unlimited writer and into one whose pool
- * is 1/32 of the input, alternating (unlimited first in even rounds, spilling
- * first in odd ones) so that drift on a shared machine hits both alike;
- * medians over the rounds. Each round is a tinybench run of one iteration of
- * each, after one warm-up iteration of each in the first round.
- */
-async function spillComparison(batches: RecordBatch[], inputBytes: number, dir: string): Promise<SpillResult> {
-  const codec: CodecName = 'lz4';
-  const limit = Math.floor(inputBytes / SPILL_FRACTION);
-  const prefix = join(dir, 'spill');
-  const last = new Map<string, ShuffleWriteResult>();
-  const times = new Map<string, number[]>();
-  const write = (name: string, memoryLimit: number | null) => async () => {
-    const writer = await ShuffleWriter.create({
-      numPartitions: SPILL_PARTITIONS,
-      partitioning: { kind: 'hash', keys: ['key'] },
-      outputPrefix: `${prefix}-${name}`,
-      overwrite: true,
-      codec,
-      memoryPool: memoryLimit === null ? undefined : new MemoryPool(memoryLimit),
-      spillDir: dir,
-    });
-    for (const batch of batches) await writer.write(batch);
-    last.set(name, await writer.finish());
-  };
-  const cases = [
-    { name: 'unlimited', run: write('unlimited', null) },
-    { name: 'limited', run: write('limited', limit) },
-  ];
-  for (let round = 0; round < ITERATIONS; round++) {
-    const bench = new Bench({ iterations: 1, time: 0, warmupIterations: round === 0 ? 1 : 0, warmupTime: 0 });
-    for (const c of round % 2 === 0 ? cases : [...cases].reverse()) bench.add(c.name, c.run);
-    await bench.run();
-    for (const task of bench.tasks) {
-      const result = task.result;
-      if (result.state === 'errored') throw new Error(`spill comparison, ${task.name}: ${result.error.message}`, { cause: result.error });
-      if (result.state !== 'completed') throw new Error(`spill comparison, ${task.name}: ${result.state}`);
-      times.set(task.name, [...(times.get(task.name) ?? []), result.latency.p50]);
-    }
-  }
-  // the spilled output must hold every row
-  const reader = await ShuffleReader.open(`${prefix}-limited`);
-  let rows = 0;
-  for await (const batch of reader.readPartitions(0, reader.numPartitions)) rows += batch.numRows;
-  await reader.close();
-  const totalRows = batches.reduce((sum, b) => sum + b.numRows, 0);
-  if (rows !== totalRows) throw new Error(`spill comparison: read ${rows} rows, wrote ${totalRows}`);
-
-  const summary = (name: string, memoryLimit: number | null): SpillCase => {
-    const result = last.get(name)!;
-    return {
-      memoryLimit,
-      writeMs: median(times.get(name)!),
-      spills: result.spills,
-      spilledBytes: result.spilledBytes,
-      peakMemoryBytes: result.peakMemoryBytes,
-      outputBytes: result.bytesWritten,
-    };
-  };
-  const unlimited = summary('unlimited', null);
-  const limited = summary('limited', limit);
-  const spill: SpillResult = {
-    partitions: SPILL_PARTITIONS,
-    codec,
-    rows: totalRows,
-    inputBytes,
-    rounds: ITERATIONS,
-    unlimited,
-    limited,
-    ratio: limited.writeMs / unlimited.writeMs,
-  };
-  for (const line of spillLines(spill)) console.log(line);
-  return spill;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
-const mib = (bytes: number) => (bytes / 1024 / 1024).toFixed(2);
-
-/** "2.75 MiB (1/32)" */
-function limitLabel(s: SpillResult): string {
-  const limit = s.limited.memoryLimit!;
-  return `${mib(limit)} MiB (1/${(s.inputBytes / limit).toFixed(0)})`;
-}
-
-
-function spillLines(s: SpillResult): string[] {
-  const verdict = s.ratio <= SPILL_TARGET_RATIO ? 'within' : 'MISSES';
-  return [
-    `spill P=${s.partitions} ${s.codec}: unlimited: ${s.unlimited.writeMs.toFixed(0)} ms (peak ${mib(s.unlimited.peakMemoryBytes)} MiB), ` +
-      `limit ${limitLabel(s)}: ${s.limited.writeMs.toFixed(0)} ms (peak ${mib(s.limited.peakMemoryBytes)} MiB, ` +
-      `${s.limited.spills} spills, ${(s.limited.spilledBytes / 1e6).toFixed(1)} MB spilled)`,
-    `  ratio ${s.ratio.toFixed(2)}x, ${verdict} the ${SPILL_TARGET_RATIO}x target (median of ${s.rounds} alternating rounds)`,
-  ];
-}
-
-function spillMarkdown(s: SpillResult): string {
-  const row = (label: string, c: SpillCase) =>
-    `| ${label} | ${c.writeMs.toFixed(0)} | ${mrows(s.rows, c.writeMs)} | ${(c.writeMs / s.unlimited.writeMs).toFixed(2)}x | ${c.spills} | ` +
-    `${(c.spilledBytes / 1e6).toFixed(1)} | ${mib(c.peakMemoryBytes)} | ${(c.outputBytes / 1e6).toFixed(1)} |`;
-  return `## Spilling under a memory limit
-
-The same input at P = ${s.partitions}, ${s.codec}, in one process: once with unlimited memory, once with a
-memory pool of ${limitLabel(s)} of the input's ${(s.inputBytes / 1e6).toFixed(0)} MB of Arrow buffers. The two runs
-alternate (${s.rounds} rounds, median; the first round after a warm-up of each) so that drift on the
-machine affects both alike. "peak memory" is \`result.peakMemoryBytes\`, the most the writer had
-reserved in its pool at once; spill files go to the OS temp directory.
-
-| memory limit | write ms | write M rows/s | vs unlimited | spills | spilled MB | peak memory MiB | output MB |
-| :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
-${row('unlimited', s.unlimited)}
-${row(limitLabel(s), s.limited)}
-
-Target: the spilling write within ${SPILL_TARGET_RATIO}x of the unlimited one; measured **${s.ratio.toFixed(2)}x**
-(${s.ratio <= SPILL_TARGET_RATIO ? 'met' : 'missed'}).
-`;
-}
-
-const mrows = (rows: number, ms: number) => (rows / ms / 1000).toFixed(2);
-const mbps = (bytes: number, ms: number) => (bytes / ms / 1000).toFixed(0);
-
-function formatRow(r: CaseResult): string {
-  return `P=${r.partitions} ${r.codec}: write ${mrows(r.rows, r.writeMs)} M rows/s (${mbps(r.inputBytes, r.writeMs)} MB/s), ` +
-    `read ${mrows(r.rows, r.readMs)} M rows/s, output ${(r.outputBytes / 1e6).toFixed(1)} MB`;
-}
-
-function resultsMarkdown(results: CaseResult[], spill: SpillResult): string {
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
-  const rows = results.map((r) =>
-    `| ${r.partitions} | ${r.codec} | ${mrows(r.rows, r.writeMs)} | ${mbps(r.inputBytes, r.writeMs)} | ${mrows(r.rows, r.readMs)} | ${mbps(r.inputBytes, r.readMs)} | ${(r.outputBytes / 1e6).toFixed(1)} | ${(r.outputBytes / r.rows).toFixed(1)} |`,
-  );
-  return `# Benchmark results
-
-Generated by \`npm run bench\` (bench/run.ts) on ${new Date().toISOString().slice(0, 10)},
-Node ${process.version}, ${cpus().length} × ${cpu}. Median of ${ITERATIONS} iterations after one warm-up.
-
-Shape: the standard narrow shape, ${results[0]?.rows.toLocaleString('en-US')} rows in batches of ${BATCH_ROWS}
-(int64 key, float64, utf8 of ~20 bytes, int32 with 10 % nulls; ${((results[0]?.inputBytes ?? 0) / 1e6).toFixed(0)} MB of Arrow buffers),
-hash-partitioned on the key. "write" is end to end: create, split, compress, write the data, index and
-checksum files, commit. "read" reads every partition back (checksum check, decompression, RecordBatches).
-Single process; compression runs on the libuv pool, so both cores are used.
-
-| partitions | codec | write M rows/s | write MB/s | read M rows/s | read MB/s | output MB | bytes/row |
-| ---: | :--- | ---: | ---: | ---: | ---: | ---: | ---: |
-${rows.join('\n')}
-
-${spillMarkdown(spill)}
-These figures move 20–50 % between runs on this machine; compare ratios within one run.
-`;
+  const meta: SuiteMeta = {
+    date: new Date().toISOString().slice(0, 10),
+    node: process.version,
+    cpus: cpus().length,
+    cpu,
+    profile: quick ? 'quick' : 'full',
+    rows: Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, v.full.rows])),
+    objectRows: Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, v.object.rows])),
+    inputBytes: Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, v.full.inputBytes])),
+    iterations: PROFILE.iterations,
+    warmup: PROFILE.warmup,
+    partitionCounts: PARTITION_COUNTS,
+    tightFraction: TIGHT_FRACTION,
+    tightFloor: TIGHT_FLOOR,
+  };
+  const results: SuiteResults = { meta, cases, spill, derived: derive(meta, cases) };
+  for (const l of summaryLines(results)) console.log(l);
+  console.log(`${((Date.now() - started) / 1000).toFixed(0)} s`);
+  if (args.has('--json')) console.log(JSON.stringify(results, null, 2));
+  if (!quick || outDir !== undefined) {
+    const target = (name: string) => (outDir === undefined ? new URL(`./${name}`, import.meta.url) : join(outDir, name));
+    await writeFile(target('RESULTS.md'), resultsMarkdown(results));
+    await writeFile(target('throughput.svg'), throughputChart(results));
+    console.log(`wrote ${outDir ?? 'bench'}/RESULTS.md and throughput.svg`);
+  }
 }
 
 await main();

@@ -3,6 +3,8 @@ export { CODEC_NAMES, type CodecName } from './format/codec.js';
 export { outputPaths, type OutputPaths } from './format/output-files.js';
 export { readIpcStream, readIpcSchema, DEFAULT_MAX_BUFFER_BYTES, type IpcReadOptions } from './format/ipc-reader.js';
 export { ShuffleWriter } from './writer/shuffle-writer.js';
+export { SortShuffleWriter, type SortShuffleWriterOptions } from './sort-writer/sort-shuffle-writer.js';
+export { createShuffleWriter, WRITER_KINDS, type AnyShuffleWriter, type WriterKind } from './writer-kind.js';
 export {
   DEFAULT_MAX_BATCH_ROWS,
   DEFAULT_MEM_LIMIT_FLOOR,

@@ -87,6 +87,7 @@ interface WriteJson {
   bytesWritten: number;
   elapsedMs: number;
   codec: string;
+  writer: string;
   inputFormat: string;
   partitionLengths: number[];
   partitionRows: number[];
@@ -511,6 +512,93 @@ describe('inspect', () => {
     const run = await cli('inspect', join(dir, 'no-such-output'));
     expect(run.code).toBe(1);
     expect(errorLine(run)).toContain('CS_FILE_NOT_FOUND');
+  });
+});
+
+// ---------------------------------------------------------------- --writer sort
+
+describe('write --writer sort, and read and inspect of its output', () => {
+  let hashPrefix: string;
+  let sortPrefix: string;
+  let hash: WriteJson;
+  let sort: WriteJson;
+  beforeAll(async () => {
+    hashPrefix = join(dir, 'writer-hash');
+    sortPrefix = join(dir, 'writer-sort');
+    hash = json(await cli('write', join(dir, 'input.arrow'), '-p', '6', '-k', 'id', '-o', hashPrefix, '--json'));
+    sort = json(await cli('write', join(dir, 'input.arrow'), '-p', '6', '-k', 'id', '-o', sortPrefix, '--writer', 'sort', '--json'));
+  });
+
+  test('--json has the same fields, plus the writer: hash by default, sort when asked', () => {
+    expect(hash.writer).toBe('hash');
+    expect(sort.writer).toBe('sort');
+    expect(Object.keys(sort).sort()).toEqual(Object.keys(hash).sort());
+    expect(sort).toMatchObject({ rows: INPUT_ROWS, batches: 3, partitions: 6, codec: 'lz4', spills: 0 });
+    // the same partitioner: every partition gets the same rows
+    expect(sort.partitionRows).toEqual(hash.partitionRows);
+    expect(sort.partitionLengths.reduce((a, b) => a + b, 0)).toBe(sort.bytesWritten);
+  });
+
+  test('the sort output has the same three files; its partitions start with the row magic, not FF FF FF FF', async () => {
+    const data = await readFile(`${sortPrefix}.data`);
+    expect((await stat(`${sortPrefix}.index`)).size).toBe(7 * 8);
+    expect((await stat(`${sortPrefix}.checksum.CRC32C`)).size).toBe(6 * 8);
+    let at = 0;
+    for (const length of sort.partitionLengths) {
+      if (length > 0) expect(data.subarray(at, at + 4).toString('latin1')).toBe('CSRW');
+      at += length;
+    }
+  });
+
+  test('read gives each partition of the sort output as an IPC stream with the rows the hash output has', async () => {
+    for (let p = 0; p < 6; p++) {
+      const fromSort = tableFromIPC((await cli('read', sortPrefix, '-P', String(p))).stdoutBytes);
+      const fromHash = tableFromIPC((await cli('read', hashPrefix, '-P', String(p))).stdoutBytes);
+      expect(fromSort.schema.fields.map((f) => `${f.name}: ${String(f.type)}`)).toEqual(fromHash.schema.fields.map((f) => `${f.name}: ${String(f.type)}`));
+      expect(fromSort.numRows).toBe(sort.partitionRows[p]);
+      expect(rowsOf(fromSort)).toEqual(rowsOf(fromHash));
+    }
+  });
+
+  test('inspect names the writer, and its blocks, rows and bytes agree with write', async () => {
+    const inspected = json(await cli('inspect', sortPrefix, '--json'));
+    expect(inspected).toMatchObject({
+      writer: 'sort',
+      codec: 'lz4',
+      rows: INPUT_ROWS,
+      bytes: sort.bytesWritten,
+      partitionLengths: sort.partitionLengths,
+      partitionRows: sort.partitionRows,
+      partitionBatches: sort.partitionBatches,
+    });
+    expect(json(await cli('inspect', hashPrefix, '--json')).writer).toBe('hash');
+    const text = await cli('inspect', sortPrefix);
+    expect(text.stdout).toMatch(/^writer\s+sort \(row blocks\)$/m);
+  });
+
+  test('--writer sort under --memory-limit spills, stays within the limit, and read gives back every row', async () => {
+    const prefix = join(dir, 'writer-sort-spill');
+    const limit = 256 * 1024;
+    const result = json(await cli('write', join(dir, 'input.arrow'), '-p', '6', '-k', 'id', '-o', prefix, '-w', 'sort', '--memory-limit', '256KiB', '--json'));
+    expect(result.spills).toBeGreaterThan(0);
+    expect(result.peakMemoryBytes).toBeLessThanOrEqual(limit);
+    let rows = 0;
+    for (let p = 0; p < 6; p++) rows += tableFromIPC((await cli('read', prefix, '-P', String(p))).stdoutBytes).numRows;
+    expect(rows).toBe(INPUT_ROWS);
+  });
+
+  test('an unknown --writer is a usage error (exit 2) naming the choices', async () => {
+    const run = await cli('write', join(dir, 'input.arrow'), '-p', '2', '-k', 'id', '-o', join(dir, 'never'), '--writer', 'bucket');
+    expect(run.code).toBe(2);
+    expect(errorLine(run)).toMatch(/--writer must be one of hash, sort, got 'bucket'/);
+    expect(existsSync(join(dir, 'never.index'))).toBe(false);
+  });
+
+  test('demo --writer sort shuffles, reads back and verifies', async () => {
+    const run = await cli('demo', '--rows', '20000', '--partitions', '300', '--writer', 'sort');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/sort writer/);
+    expect(run.stdout).toMatch(/verdict\s+verified/);
   });
 });
 

@@ -50,9 +50,12 @@ afterAll(async () => {
 });
 
 describe('reader fuzzing', () => {
-  test('the base outputs cover every codec and read back whole', () => {
-    expect(new Set(bases.map((b) => b.codec))).toEqual(new Set(['lz4', 'zstd', 'none']));
-    expect(bases.some((b) => b.compressedPrefixes.length > 0)).toBe(true);
+  test('the base outputs cover every codec for both writers and read back whole', () => {
+    for (const writer of ['hash', 'sort'] as const) {
+      const mine = bases.filter((b) => b.writer === writer);
+      expect(new Set(mine.map((b) => b.codec)), `${writer} writer`).toEqual(new Set(['lz4', 'zstd', 'none']));
+      expect(mine.some((b) => b.compressedPrefixes.length > 0), `${writer} writer`).toBe(true);
+    }
   });
 
   test(`mutated outputs end in a ShuffleError or the original rows (seed ${SEED})`, async () => {
@@ -135,9 +138,26 @@ function schemaTypeTypeByte(b: BaseOutput): number | null {
 
 describe('decompression bombs', () => {
   for (const codec of ['lz4', 'zstd'] as const) {
+    for (const value of [11, 12, 13]) {
+      test(`a ${codec} row block whose header claims ${{ 11: '2^31 - 1', 12: '2^31', 13: '0 (2^32 cut to 32 bits)' }[value]} raw bytes is a ShuffleError (no checksum), allocating nothing of that size`, async () => {
+        const base = bases.find((b) => b.writer === 'sort' && b.codec === codec && b.compressedPrefixes.length > 0);
+        expect(base, `no sort-writer ${codec} base with a compressed block`).toBeDefined();
+        const before = process.memoryUsage().arrayBuffers;
+        const pick = base!.fields.indexOf(base!.compressedPrefixes[0]!); // the raw length of the first compressed block
+        const result = await runCase(join(dir, 'cases'), base!, [{ kind: 'length-field', pick, value, random: 0 }], CASE_TIMEOUT_MS);
+        expect(result.applied[0]).toMatch(/^rewrite block-raw-length/);
+        expect(result.violations.map(describeViolation)).toEqual([]);
+        const hit = result.reports.find((r) => r.mode === 'no-checksum' && r.what === `partition ${base!.compressedPrefixes[0]!.partition}`)!;
+        expect(hit.outcome.kind, result.applied.join('; ')).toBe('shuffle-error');
+        expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(256 * 1024 * 1024);
+      });
+    }
+  }
+
+  for (const codec of ['lz4', 'zstd'] as const) {
     for (const mode of ['checksum', 'no-checksum'] as const) {
       test(`a ${codec} buffer whose prefix claims 2^40 bytes is a ShuffleError (${mode})`, async () => {
-        const base = bases.find((b) => b.codec === codec && b.compressedPrefixes.length > 0);
+        const base = bases.find((b) => b.writer === 'hash' && b.codec === codec && b.compressedPrefixes.length > 0);
         expect(base, `no ${codec} base with a compressed buffer`).toBeDefined();
         // value 14: 2^40
         const mutated = applyMutations(base!, [{ kind: 'compression-prefix', pick: 0, value: 14, random: 0 }]);

@@ -1,6 +1,7 @@
 /**
  * "The accounting is the truth" (issue 3): the memory pool's `reserved` figure
- * matches the ArrayBuffer memory the writer really holds. Each case runs
+ * matches the ArrayBuffer memory the writer (the columnar one, or the sort writer
+ * in the cases that say so) really holds. Each case runs
  * test/support/memory-probe.ts in a child `node --expose-gc` (a full GC before
  * every sample), which builds its input, takes a baseline, then after every
  * write compares pool.reserved with the growth of
@@ -35,6 +36,8 @@ const CASES = {
   'spilling under 4 MiB, lz4, 8 partitions (large payloads cached, then spilled)': { limit: 4 * MiB, codec: 'lz4', batches: 40, rows: 8192, partitions: 8 },
   'nested shape, spilling under 4 MiB, lz4, 200 partitions': { limit: 4 * MiB, codec: 'lz4', batches: 12, rows: 8192, partitions: 200, shape: 'nested' },
   'nested shape, no spill (unbounded pool), uncompressed, 8 partitions': { limit: null, codec: 'none', batches: 12, rows: 8192, partitions: 8, shape: 'nested' },
+  'sort writer, no spill (unbounded pool), lz4, 200 partitions': { limit: null, codec: 'lz4', batches: 16, rows: 8192, partitions: 200, writer: 'sort' },
+  'sort writer, spilling under 4 MiB, zstd, 200 partitions': { limit: 4 * MiB, codec: 'zstd', batches: 20, rows: 8192, partitions: 200, writer: 'sort' },
 } satisfies Record<string, ProbeConfig>;
 type CaseName = keyof typeof CASES;
 const NAMES = Object.keys(CASES) as CaseName[];

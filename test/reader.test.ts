@@ -2,19 +2,19 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { makeTable, type RecordBatch } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { ShuffleError, ShuffleReader, ShuffleWriter, type ByteRangeSource } from '../src/index.js';
+import { createShuffleWriter, ShuffleError, ShuffleReader, WRITER_KINDS, type ByteRangeSource, type WriterKind } from '../src/index.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
 
 let dir: string;
 let prefix: string;
-beforeEach(async () => {
-  dir = await makeTempDir();
-  prefix = join(dir, 'out');
-  const writer = await ShuffleWriter.create({ numPartitions: 4, partitioning: { kind: 'round-robin' }, outputPrefix: prefix, maxBatchRows: 10 });
+afterEach(async () => removeDir(dir));
+
+/** 100 rows (v = 0..99) round-robin into 4 partitions, batches of 10, by the given writer at `at`. */
+async function writeOutput(kind: WriterKind, at: string): Promise<void> {
+  const writer = await createShuffleWriter(kind, { numPartitions: 4, partitioning: { kind: 'round-robin' }, outputPrefix: at, maxBatchRows: 10 });
   await writer.write(makeTable({ v: Int32Array.from({ length: 100 }, (_, i) => i) }).batches[0]! as RecordBatch);
   await writer.finish();
-});
-afterEach(async () => removeDir(dir));
+}
 
 async function rowsOf(batches: AsyncIterable<RecordBatch>): Promise<number[]> {
   const values: number[] = [];
@@ -37,7 +37,13 @@ class MemorySource implements ByteRangeSource {
   async close() {}
 }
 
-describe('ShuffleReader', () => {
+describe.each(WRITER_KINDS)('ShuffleReader on the %s writer\'s output', (kind) => {
+  beforeEach(async () => {
+    dir = await makeTempDir();
+    prefix = join(dir, 'out');
+    await writeOutput(kind, prefix);
+  });
+
   test('reads every partition, and a range of partitions in partition order', async () => {
     const reader = await ShuffleReader.open(prefix);
     expect(reader.numPartitions).toBe(4);
@@ -127,24 +133,104 @@ describe('ShuffleReader', () => {
     expect((await failure(rowsOf(reader.readPartitions(2, 5)))).code).toBe('CS_INVALID_ARGUMENT');
     await reader.close();
   });
+
+  test('partitions that disagree about the schema are CS_CORRUPT_DATA when read as one range', async () => {
+    const other = join(dir, 'other');
+    const writer = await createShuffleWriter(kind, { numPartitions: 1, partitioning: { kind: 'single' }, outputPrefix: other });
+    await writer.write(makeTable({ w: Float64Array.of(1, 2) }).batches[0]! as RecordBatch);
+    await writer.finish();
+    const ours = await ShuffleReader.open(prefix);
+    const p0 = await ours.partitionBytes(0);
+    await ours.close();
+    const theirs = new Uint8Array(await readFile(`${other}.data`));
+    const data = Buffer.concat([p0, theirs]);
+    const index = new Uint8Array(24);
+    const view = new DataView(index.buffer);
+    view.setBigInt64(8, BigInt(p0.byteLength), false);
+    view.setBigInt64(16, BigInt(data.byteLength), false);
+    const reader = await ShuffleReader.fromSources({ data: new MemorySource('mem:data', data), index: new MemorySource('mem:index', index) });
+    const error = await failure(rowsOf(reader.readPartitions(0, 2)));
+    expect(error.code).toBe('CS_CORRUPT_DATA');
+    expect(error.where.partition).toBe(1);
+  });
 });
 
-test('partitions that disagree about the schema are CS_CORRUPT_DATA when read as one range', async () => {
-  const other = join(dir, 'other');
-  const writer = await ShuffleWriter.create({ numPartitions: 1, partitioning: { kind: 'single' }, outputPrefix: other });
-  await writer.write(makeTable({ w: Float64Array.of(1, 2) }).batches[0]! as RecordBatch);
-  await writer.finish();
-  const ours = await ShuffleReader.open(prefix);
-  const p0 = await ours.partitionBytes(0);
-  await ours.close();
-  const theirs = new Uint8Array(await readFile(`${other}.data`));
-  const data = Buffer.concat([p0, theirs]);
-  const index = new Uint8Array(24);
-  const view = new DataView(index.buffer);
-  view.setBigInt64(8, BigInt(p0.byteLength), false);
-  view.setBigInt64(16, BigInt(data.byteLength), false);
-  const reader = await ShuffleReader.fromSources({ data: new MemorySource('mem:data', data), index: new MemorySource('mem:index', index) });
-  const error = await failure(rowsOf(reader.readPartitions(0, 2)));
-  expect(error.code).toBe('CS_CORRUPT_DATA');
-  expect(error.where.partition).toBe(1);
+/** An output's data and index in memory, made of the given partitions' bytes. */
+function memoryOutput(partitions: readonly Uint8Array[]): { data: MemorySource; index: MemorySource } {
+  const data = Buffer.concat(partitions);
+  const index = new Uint8Array((partitions.length + 1) * 8);
+  let at = 0;
+  partitions.forEach((p, i) => new DataView(index.buffer).setBigInt64((i + 1) * 8, BigInt((at += p.byteLength)), false));
+  return { data: new MemorySource('mem:data', data), index: new MemorySource('mem:index', index) };
+}
+
+describe("sort-writer partitions: the format is told per partition, and broken framing is CS_CORRUPT_DATA where it is", () => {
+  let hash: ShuffleReader;
+  let sort: ShuffleReader;
+  beforeEach(async () => {
+    dir = await makeTempDir();
+    await writeOutput('hash', join(dir, 'hash'));
+    await writeOutput('sort', join(dir, 'sort'));
+    hash = await ShuffleReader.open(join(dir, 'hash'));
+    sort = await ShuffleReader.open(join(dir, 'sort'));
+  });
+  afterEach(async () => {
+    await hash.close();
+    await sort.close();
+  });
+
+  test('an output mixing partitions of both writers (same schema) reads as one range, each partition in its own format', async () => {
+    const mixed = memoryOutput([await hash.partitionBytes(0), await sort.partitionBytes(1), await hash.partitionBytes(2), await sort.partitionBytes(3)]);
+    const reader = await ShuffleReader.fromSources(mixed);
+    expect((await rowsOf(reader.readPartitions(0, 4))).sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    expect(await rowsOf(reader.readPartition(1))).toEqual(await rowsOf(sort.readPartition(1)));
+  });
+
+  /** Partition 0 of the sort output, edited; reading it must fail with `code` and a message matching `message`. */
+  async function expectBroken(edit: (bytes: Uint8Array) => Uint8Array, message: RegExp, code = 'CS_CORRUPT_DATA'): Promise<ShuffleError> {
+    const bytes = edit((await sort.partitionBytes(0)).slice());
+    const reader = await ShuffleReader.fromSources(memoryOutput([bytes]));
+    const error = await failure(rowsOf(reader.readPartition(0)));
+    expect(error.code).toBe(code);
+    expect(error.message).toMatch(message);
+    expect(error.where.partition).toBe(0);
+    return error;
+  }
+
+  test('a partition cut before its end marker', async () => {
+    await expectBroken((b) => b.subarray(0, b.byteLength - 4), /ends without its end marker/);
+  });
+
+  test('bytes after the end marker', async () => {
+    await expectBroken((b) => Uint8Array.from([...b, 0, 0, 0, 0]), /4 bytes follow the end marker/);
+  });
+
+  test('a block whose stored bytes run past the partition, located at the block', async () => {
+    const headerLength = (await sort.partitionBytes(0)).byteLength - 4 - blockBytes(await sort.partitionBytes(0));
+    const error = await expectBroken((b) => {
+      new DataView(b.buffer).setUint32(headerLength + 8, 1 << 20, true);
+      return b;
+    }, /runs past the end of the partition/);
+    expect(error.where.offset).toBe(headerLength);
+  });
+
+  test('an unknown format version, and an unknown codec id (CS_UNSUPPORTED_CODEC)', async () => {
+    await expectBroken((b) => ((b[4] = 9), b), /unknown row format version 9/);
+    await expectBroken((b) => ((b[5] = 7), b), /codec id 7/, 'CS_UNSUPPORTED_CODEC');
+  });
+
+  test('schema() of a sort output reads the header only', async () => {
+    const full = await sort.partitionBytes(0);
+    const data = new MemorySource('mem:data', Uint8Array.from([...full.subarray(0, full.byteLength - 30), ...new Uint8Array(30).fill(0xee)]));
+    const reader = await ShuffleReader.fromSources({ data, index: memoryOutput([full]).index });
+    expect((await reader.schema())?.fields.map((f) => f.name)).toEqual(['v']);
+    expect(data.reads).toBe(2); // 16 bytes to find the header's length, then the header
+  });
 });
+
+/** Bytes of a partition's blocks: everything between its header and its end marker. */
+function blockBytes(partition: Uint8Array): number {
+  const view = new DataView(partition.buffer, partition.byteOffset, partition.byteLength);
+  const headerLength = 16 + view.getInt32(12, true);
+  return partition.byteLength - 4 - headerLength;
+}

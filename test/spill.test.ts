@@ -1,5 +1,6 @@
 /**
- * Spill and merge under tight memory limits (issue 3): a writer whose budget is
+ * Spill and merge under tight memory limits (issue 3), for both writers (the columnar
+ * hash writer and the sort-based row writer): a writer whose budget is
  * far smaller than its input finishes, loses nothing, never goes over budget,
  * and leaves no file behind but its output; failures (memory, disk) are typed
  * errors that leave neither final-named output nor temporary or spill files.
@@ -11,7 +12,8 @@ import { tableFromIPC, type RecordBatch } from 'apache-arrow';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import type { CodecName } from '../src/format/codec.js';
 import { MemoryLimitError, MemoryPool } from '../src/memory/memory-pool.js';
-import { ShuffleError, ShuffleReader, ShuffleWriter, type ShuffleWriterOptions } from '../src/index.js';
+import { createShuffleWriter, ShuffleError, ShuffleReader, WRITER_KINDS, type AnyShuffleWriter, type ShuffleWriterOptions, type WriterKind } from '../src/index.js';
+import { isRowPartition, ROW_END } from '../src/sort-writer/row-format.js';
 import type { Partitioning } from '../src/writer/partitioner.js';
 import { rowsOf } from './support/rows.js';
 import { firstDifference, readWithArrowJs, runShuffle } from './support/shuffle-harness.js';
@@ -71,7 +73,20 @@ function expectTyped(error: unknown, codes: readonly string[]): ShuffleError {
   return error as ShuffleError;
 }
 
+// A real full disk: a 2 MiB tmpfs. Mounting needs root with CAP_SYS_ADMIN (the CI machines have it).
+const small = await SmallFilesystem.mount(2 * MiB);
+const smallFs = small instanceof SmallFilesystem ? small : null;
+if (smallFs === null) {
+  console.warn(`[spill.test] SKIPPING the full-disk tests: cannot mount a 2 MiB tmpfs (${(small as { reason: string }).reason})`);
+}
+
+afterAll(async () => {
+  await smallFs?.unmount();
+});
+
 // ---------------------------------------------------------------------------------------------
+
+describe.each(WRITER_KINDS)('%s writer', (kind: WriterKind) => {
 
 describe('a budget far smaller than the input: every row comes back, in order, and the budget holds', () => {
   // 40 batches x 8192 narrow rows: ~14 MB of Arrow buffers, 14x the 1 MiB limit
@@ -83,7 +98,7 @@ describe('a budget far smaller than the input: every row comes back, in order, a
     const spill = await makeTempDir('cs-spill-ref-dir-');
     try {
       const pool = new MemoryPool();
-      const run = await writeSampled({ numPartitions: P, partitioning: HASH_KEY, outputPrefix: join(dir, 'map'), memoryPool: pool, spillDir: spill }, batches);
+      const run = await writeSampled({ numPartitions: P, partitioning: HASH_KEY, outputPrefix: join(dir, 'map'), memoryPool: pool, spillDir: spill }, batches, kind);
       expect(run.result.spills, 'the unlimited run spills').toBe(0);
       expect(run.result.spilledBytes).toBe(0);
       expect(pool.reserved).toBe(0);
@@ -101,7 +116,7 @@ describe('a budget far smaller than the input: every row comes back, in order, a
     ['4 MiB', 4 * MiB],
   ])('with a %s pool the same rows land in the same partitions in the same order as unlimited, with spills, never over the limit', async (_, limit) => {
     const pool = new MemoryPool(limit);
-    const { result, reservedAfterWrite } = await writeSampled(options(pool), batches);
+    const { result, reservedAfterWrite } = await writeSampled(options(pool), batches, kind);
     expect(result.spills).toBeGreaterThan(0);
     expect(result.spilledBytes).toBeGreaterThan(0);
     expect(result.peakMemoryBytes).toBeLessThanOrEqual(limit);
@@ -133,7 +148,7 @@ describe('every row exactly once, in order, across partition counts and limits',
     [32, 2 * MiB],
   ])('%i partitions, %i-byte pool', async (numPartitions, limit) => {
     const pool = new MemoryPool(limit);
-    const { result } = await writeSampled(options(pool, { numPartitions }), batches);
+    const { result } = await writeSampled(options(pool, { numPartitions }), batches, kind);
     expect(result.spills).toBeGreaterThan(0);
     expect(pool.peak).toBeLessThanOrEqual(limit);
     expect(pool.reserved).toBe(0);
@@ -150,7 +165,7 @@ describe('spilled output is right for every codec, partitioning and column type'
 
   async function spilledRoundTrip(batches: readonly RecordBatch[], partitioning: Partitioning, codec: CodecName, numPartitions = P) {
     const pool = new MemoryPool(LIMIT);
-    const outcome = await runShuffle(out, { numPartitions, partitioning, codec, memoryPool: pool, spillDir }, batches);
+    const outcome = await runShuffle(out, { numPartitions, partitioning, codec, memoryPool: pool, spillDir }, batches, 'map', kind);
     expect(outcome.result.spills, 'spills').toBeGreaterThan(0);
     expect(outcome.result.peakMemoryBytes).toBeLessThanOrEqual(LIMIT);
     expect(pool.peak).toBeLessThanOrEqual(LIMIT);
@@ -178,10 +193,10 @@ describe('spilled output is right for every codec, partitioning and column type'
 });
 
 describe('a spilled run writes a valid shuffle output by the byte-level rules', () => {
-  test('codec none: each partition is an Arrow IPC stream arrow-js reads by itself; the index and checksums describe the data file', async () => {
+  test(`codec none: each partition is ${kind === 'hash' ? 'an Arrow IPC stream arrow-js reads by itself' : 'a row partition (magic CSRW, end marker)'}; the index and checksums describe the data file`, async () => {
     const batches = narrowBatches(6, 8192, 900);
     const pool = new MemoryPool(1 * MiB);
-    const { result } = await writeSampled(options(pool, { codec: 'none' }), batches);
+    const { result } = await writeSampled(options(pool, { codec: 'none' }), batches, kind);
     expect(result.spills).toBeGreaterThan(0);
     const expected = expectedPartitions(batches, HASH_KEY, P);
 
@@ -203,6 +218,11 @@ describe('a spilled run writes a valid shuffle output by the byte-level rules', 
         expect(bytes.byteLength).toBe(0);
         continue;
       }
+      if (kind === 'sort') {
+        expect(isRowPartition(bytes), `partition ${p} starts with the row magic`).toBe(true);
+        expect([...bytes.subarray(bytes.byteLength - 4)]).toEqual([...ROW_END]);
+        continue; // read back by ShuffleReader below
+      }
       // a stream: schema message first (continuation marker), end-of-stream marker last
       expect(bytes.readUInt32LE(0)).toBe(0xffffffff);
       expect([...bytes.subarray(bytes.byteLength - 8)]).toEqual([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
@@ -211,18 +231,23 @@ describe('a spilled run writes a valid shuffle output by the byte-level rules', 
       expect(firstDifference(rows, expected[p]!, `partition ${p} read by arrow-js`)).toBeNull();
       for (const b of table.batches) expect(b.numRows).toBeLessThanOrEqual(4096);
     }
+    if (kind === 'sort') {
+      const ours = await readPartitions(join(out, 'map'));
+      expect(partitionsDiffer(ours.rows, expected)).toBeNull();
+      expect(ours.largestBatch).toBeLessThanOrEqual(4096);
+    }
   });
 
-  test('lz4: our reader and arrow-js (with LZ4_FRAME decoding) read the same rows the reference expects', async () => {
+  test(`lz4: our reader${kind === 'hash' ? ' and arrow-js (with LZ4_FRAME decoding)' : ''} read the same rows the reference expects`, async () => {
     const batches = narrowBatches(5, 8192, 950);
     const pool = new MemoryPool(1 * MiB);
-    const { result } = await writeSampled(options(pool, { codec: 'lz4' }), batches);
+    const { result } = await writeSampled(options(pool, { codec: 'lz4' }), batches, kind);
     expect(result.spills).toBeGreaterThan(0);
     const expected = expectedPartitions(batches, HASH_KEY, P);
     const ours = await readPartitions(join(out, 'map'));
     expect(partitionsDiffer(ours.rows, expected)).toBeNull();
     expect(ours.largestBatch).toBeLessThanOrEqual(4096);
-    expect(partitionsDiffer(await readWithArrowJs(join(out, 'map')), expected)).toBeNull();
+    if (kind === 'hash') expect(partitionsDiffer(await readWithArrowJs(join(out, 'map')), expected)).toBeNull();
   });
 });
 
@@ -239,8 +264,8 @@ describe('writers sharing one pool', () => {
   });
 
   async function pair(pool: MemoryPool) {
-    const a = await ShuffleWriter.create(options(pool, { outputPrefix: join(out, 'a'), concurrentTasks: 2, mapId: 1 }));
-    const b = await ShuffleWriter.create(options(pool, { outputPrefix: join(out, 'b'), concurrentTasks: 2, mapId: 2 }));
+    const a = await createShuffleWriter(kind, options(pool, { outputPrefix: join(out, 'a'), concurrentTasks: 2, mapId: 1 }));
+    const b = await createShuffleWriter(kind, options(pool, { outputPrefix: join(out, 'b'), concurrentTasks: 2, mapId: 2 }));
     return { a, b };
   }
 
@@ -278,12 +303,12 @@ describe('writers sharing one pool', () => {
     const samples: number[] = [];
     const ticker = setInterval(() => samples.push(pool.reserved), 1);
     try {
-      const run = async (writer: ShuffleWriter, input: readonly RecordBatch[]) => {
+      const run = async (mapWriter: AnyShuffleWriter, input: readonly RecordBatch[]) => {
         for (const batch of input) {
-          await writer.write(batch);
+          await mapWriter.write(batch);
           samples.push(pool.reserved);
         }
-        return writer.finish();
+        return mapWriter.finish();
       };
       const [ra, rb] = await Promise.all([run(a, inputA), run(b, inputB)]);
       await checkOutputs(pool, samples, ra.spills + rb.spills);
@@ -304,8 +329,8 @@ describe('writers sharing one pool', () => {
     const spillB = join(spillDir, 'b');
     await mkdir(spillA);
     await mkdir(spillB);
-    const a = await ShuffleWriter.create(options(pool, { outputPrefix: join(out, 'a'), concurrentTasks: 2, mapId: 1, spillDir: spillA }));
-    const b = await ShuffleWriter.create(options(pool, { outputPrefix: join(out, 'b'), concurrentTasks: 2, mapId: 2, spillDir: spillB }));
+    const a = await createShuffleWriter(kind, options(pool, { outputPrefix: join(out, 'a'), concurrentTasks: 2, mapId: 1, spillDir: spillA }));
+    const b = await createShuffleWriter(kind, options(pool, { outputPrefix: join(out, 'b'), concurrentTasks: 2, mapId: 2, spillDir: spillB }));
     await rm(spillA, { recursive: true });
     const failures: { writer: 'a' | 'b'; error: unknown }[] = [];
     let i = 0;
@@ -352,11 +377,11 @@ describe('memory that cannot be had is a MemoryLimitError, and leaves nothing be
     ['200 KiB, one partition whose buffer cannot fit', 200 * KiB, 1, { kind: 'single' } as Partitioning],
   ])('a pool of %s: write() rejects with CS_MEMORY_LIMIT', async (_, limit, numPartitions, partitioning) => {
     const pool = new MemoryPool(limit);
-    const writer = await ShuffleWriter.create(options(pool, { numPartitions, partitioning }));
+    const writer = await createShuffleWriter(kind, options(pool, { numPartitions, partitioning }));
     const error = await rejection(writer.write(narrowBatches(1, 8192, 5)[0]!));
     expect(error, describeError(error)).toBeInstanceOf(MemoryLimitError);
     expect((error as MemoryLimitError).code).toBe('CS_MEMORY_LIMIT');
-    expect((error as MemoryLimitError).message).toMatch(/ShuffleWriter/);
+    expect((error as MemoryLimitError).message).toMatch(kind === 'hash' ? /^ShuffleWriter/ : /^SortShuffleWriter/);
     await expectNothingLeft(pool);
     const closed = await rejection(writer.write(narrowBatches(1, 10, 6)[0]!));
     expect((closed as ShuffleError).code).toBe('CS_WRITER_CLOSED');
@@ -364,7 +389,7 @@ describe('memory that cannot be had is a MemoryLimitError, and leaves nothing be
 
   test('when another consumer takes the memory mid-run, the failing write removes the spill files already written', async () => {
     const pool = new MemoryPool(2 * MiB);
-    const writer = await ShuffleWriter.create(options(pool));
+    const writer = await createShuffleWriter(kind, options(pool));
     const batches = narrowBatches(10, 8192, 40);
     for (const batch of batches.slice(0, 6)) await writer.write(batch);
     expect((await entries(spillDir)).length, 'spill files while running').toBeGreaterThan(0);
@@ -379,7 +404,7 @@ describe('memory that cannot be had is a MemoryLimitError, and leaves nothing be
   test('a budget in which every write() succeeded is enough for finish() too', async () => {
     // the writes spill down to fit 512 KiB; the merge must not then ask for more than the budget
     const pool = new MemoryPool(512 * KiB);
-    const writer = await ShuffleWriter.create(options(pool));
+    const writer = await createShuffleWriter(kind, options(pool));
     const batches = narrowBatches(6, 8192, 60);
     for (const batch of batches) await writer.write(batch);
     const finished = await outcome(writer.finish());
@@ -397,7 +422,7 @@ describe('memory that cannot be had is a MemoryLimitError, and leaves nothing be
 describe('abort() in the middle of a spilling run', () => {
   test('removes the spill files and the temporary output and releases all memory', async () => {
     const pool = new MemoryPool(1 * MiB);
-    const writer = await ShuffleWriter.create(options(pool));
+    const writer = await createShuffleWriter(kind, options(pool));
     for (const batch of narrowBatches(6, 8192, 70)) await writer.write(batch);
     expect((await entries(spillDir)).length, 'spill files while running').toBeGreaterThan(0);
     expect(temporaries(await entries(out)).length, 'temporary data file while running').toBeGreaterThan(0);
@@ -412,7 +437,7 @@ describe('abort() in the middle of a spilling run', () => {
     ['while write() is a few milliseconds in', 3],
   ])('abort() %s: the write settles (done, or CS_WRITER_CLOSED) and no spill file, temporary file or reservation survives', async (_, delay) => {
     const pool = new MemoryPool(1 * MiB);
-    const writer = await ShuffleWriter.create(options(pool));
+    const writer = await createShuffleWriter(kind, options(pool));
     const batches = narrowBatches(6, 8192, 80);
     for (const batch of batches.slice(0, 4)) await writer.write(batch);
     const pending = outcome(writer.write(batches[4]!));
@@ -430,7 +455,7 @@ describe('disk trouble is a typed error naming the file, and leaves nothing behi
   test('a spill directory that does not exist: create() fails with CS_FILE_NOT_FOUND naming it', async () => {
     const missing = join(spillDir, 'missing');
     const pool = new MemoryPool(1 * MiB);
-    const error = expectTyped(await rejection(ShuffleWriter.create(options(pool, { spillDir: missing }))), ['CS_FILE_NOT_FOUND']);
+    const error = expectTyped(await rejection(createShuffleWriter(kind, options(pool, { spillDir: missing }))), ['CS_FILE_NOT_FOUND']);
     expect(error.where.file).toBe(missing);
     expect(await entries(out)).toEqual([]);
     expect(pool.reserved).toBe(0);
@@ -438,7 +463,7 @@ describe('disk trouble is a typed error naming the file, and leaves nothing behi
 
   test('the spill directory removed before the first spill: the spilling write fails with a typed error naming the spill file', async () => {
     const pool = new MemoryPool(1 * MiB);
-    const writer = await ShuffleWriter.create(options(pool));
+    const writer = await createShuffleWriter(kind, options(pool));
     await rm(spillDir, { recursive: true });
     let failure: unknown = null;
     for (const batch of narrowBatches(8, 8192, 90)) {
@@ -457,7 +482,7 @@ describe('disk trouble is a typed error naming the file, and leaves nothing behi
 
   test('the spill directory removed after spilling began: the run either finishes with every row or fails with a typed error naming the spill file, leaving nothing', async () => {
     const pool = new MemoryPool(1 * MiB);
-    const writer = await ShuffleWriter.create(options(pool));
+    const writer = await createShuffleWriter(kind, options(pool));
     const batches = narrowBatches(6, 8192, 95);
     const run = await outcome(
       (async () => {
@@ -483,17 +508,6 @@ describe('disk trouble is a typed error naming the file, and leaves nothing behi
   });
 });
 
-// A real full disk: a 2 MiB tmpfs. Mounting needs root with CAP_SYS_ADMIN (the CI machines have it).
-const small = await SmallFilesystem.mount(2 * MiB);
-const smallFs = small instanceof SmallFilesystem ? small : null;
-if (smallFs === null) {
-  console.warn(`[spill.test] SKIPPING the full-disk tests: cannot mount a 2 MiB tmpfs (${(small as { reason: string }).reason})`);
-}
-
-afterAll(async () => {
-  await smallFs?.unmount();
-});
-
 describe.skipIf(smallFs === null)('a full disk (a 2 MiB tmpfs) is CS_IO naming the file, and leaves nothing behind', () => {
   const fs = smallFs!;
   let onSmall: string;
@@ -508,7 +522,7 @@ describe.skipIf(smallFs === null)('a full disk (a 2 MiB tmpfs) is CS_IO naming t
   const batches = narrowBatches(12, 8192, 1200);
 
   async function runToFailure(pool: MemoryPool, opts: Partial<ShuffleWriterOptions>): Promise<ShuffleError> {
-    const writer = await ShuffleWriter.create(options(pool, { codec: 'none', ...opts }));
+    const writer = await createShuffleWriter(kind, options(pool, { codec: 'none', ...opts }));
     for (const batch of batches) {
       const wrote = await outcome(writer.write(batch));
       if (!wrote.ok) return expectTyped(wrote.error, ['CS_IO']);
@@ -546,7 +560,7 @@ describe.skipIf(smallFs === null)('a full disk (a 2 MiB tmpfs) is CS_IO naming t
 
 test('the spill directory is where the spill files go (they exist while running, in that directory only)', async () => {
   const pool = new MemoryPool(1 * MiB);
-  const writer = await ShuffleWriter.create(options(pool));
+  const writer = await createShuffleWriter(kind, options(pool));
   for (const batch of narrowBatches(5, 8192, 100)) await writer.write(batch);
   const files = await entries(spillDir);
   expect(files.length).toBeGreaterThan(0);
@@ -556,4 +570,5 @@ test('the spill directory is where the spill files go (they exist while running,
   expect(await entries(spillDir)).toEqual([]);
   const reader = await ShuffleReader.open(join(out, 'map'));
   await reader.close();
+});
 });

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { Field, Int32, List, makeData, makeTable, RecordBatch, Schema, Struct, Utf8, Utf8View, vectorFromArray } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { ShuffleError, ShuffleReader, ShuffleWriter, type ShuffleWriterOptions } from '../src/index.js';
+import { createShuffleWriter, ShuffleError, ShuffleReader, SortShuffleWriter, WRITER_KINDS, type ShuffleWriterOptions, type WriterKind } from '../src/index.js';
 import { listFiles, makeTempDir, removeDir } from './support/temp-dir.js';
 
 let dir: string;
@@ -27,43 +27,72 @@ async function expectCode(promise: Promise<unknown>, code: string, message?: Reg
   return error as ShuffleError;
 }
 
+/** Every claim holds for both writers: the columnar hash writer and the sort-based row writer. */
+describe.each(WRITER_KINDS)('%s writer', (kind: WriterKind) => {
 describe('options are refused before anything is written', () => {
   test.each([0, -1, 1.5, Number.NaN])('numPartitions %s is CS_INVALID_ARGUMENT', async (n) => {
-    await expectCode(ShuffleWriter.create(options({ numPartitions: n })), 'CS_INVALID_ARGUMENT', /numPartitions/);
+    await expectCode(createShuffleWriter(kind, options({ numPartitions: n })), 'CS_INVALID_ARGUMENT', /numPartitions/);
     expect(await listFiles(dir)).toEqual([]);
   });
 
   test('an unknown codec is CS_INVALID_ARGUMENT', async () => {
-    await expectCode(ShuffleWriter.create(options({ codec: 'snappy' as never })), 'CS_INVALID_ARGUMENT', /codec/);
+    await expectCode(createShuffleWriter(kind, options({ codec: 'snappy' as never })), 'CS_INVALID_ARGUMENT', /codec/);
   });
 
   test('an output directory that does not exist is CS_FILE_NOT_FOUND naming it', async () => {
-    const error = await expectCode(ShuffleWriter.create(options({ outputPrefix: join(dir, 'missing', 'out') })), 'CS_FILE_NOT_FOUND');
+    const error = await expectCode(createShuffleWriter(kind, options({ outputPrefix: join(dir, 'missing', 'out') })), 'CS_FILE_NOT_FOUND');
     expect(error.where.file).toBe(join(dir, 'missing'));
   });
 
   test('an unknown key column is CS_UNKNOWN_COLUMN naming the column and listing the real ones', async () => {
     const schema = new Schema([new Field('a', new Int32())]);
-    const error = await expectCode(ShuffleWriter.create(options({ schema })), 'CS_UNKNOWN_COLUMN', /columns: a/);
+    const error = await expectCode(createShuffleWriter(kind, options({ schema })), 'CS_UNKNOWN_COLUMN', /columns: a/);
     expect(error.where.column).toBe('k');
     expect(await listFiles(dir)).toEqual([]);
   });
 
   test('hash partitioning without keys is CS_INVALID_ARGUMENT', async () => {
-    await expectCode(ShuffleWriter.create(options({ partitioning: { kind: 'hash', keys: [] }, schema: new Schema([new Field('k', new Int32())]) })), 'CS_INVALID_ARGUMENT');
+    await expectCode(createShuffleWriter(kind, options({ partitioning: { kind: 'hash', keys: [] }, schema: new Schema([new Field('k', new Int32())]) })), 'CS_INVALID_ARGUMENT');
   });
 });
 
 describe('bad batches are refused with a typed error and the output is never half-written', () => {
+  test.runIf(kind === 'sort')('(sort writer, for now) a nested column is CS_UNSUPPORTED_TYPE naming the column and its type', async () => {
+    const writer = await createShuffleWriter(kind, options({ partitioning: { kind: 'single' } }));
+    const list = vectorFromArray([[1], [2, 3]], new List(new Field('item', new Int32(), true)));
+    const batch = makeTable({ tags: list } as never).batches[0]! as unknown as RecordBatch;
+    const error = await expectCode(writer.write(batch), 'CS_UNSUPPORTED_TYPE', /List/);
+    expect(error.where.column).toBe('tags');
+    await writer.abort();
+    expect(await listFiles(dir)).toEqual([]);
+  });
+
+  test.runIf(kind === 'sort')('(sort writer, for now) a dictionary column is CS_UNSUPPORTED_TYPE, never mis-written', async () => {
+    const writer = await createShuffleWriter(kind, options({ partitioning: { kind: 'single' } }));
+    const batch = makeTable({ s: vectorFromArray(['a', 'b', 'a']) } as never).batches[0]! as unknown as RecordBatch; // Dictionary<Int32, Utf8>
+    await expectCode(writer.write(batch), 'CS_UNSUPPORTED_TYPE', /Dictionary/);
+    await writer.abort();
+  });
+
+  test.runIf(kind === 'sort')('(sort writer, for now) a struct column is CS_UNSUPPORTED_TYPE', async () => {
+    const writer = await createShuffleWriter(kind, options({ partitioning: { kind: 'single' } }));
+    const child = makeData({ type: new Int32(), length: 1, data: Int32Array.of(1) });
+    const type = new Struct([new Field('x', new Int32())]);
+    const schema = new Schema([new Field('s', type)]);
+    const batch = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: 1, children: [makeData({ type, length: 1, children: [child] })] }));
+    await expectCode(writer.write(batch), 'CS_UNSUPPORTED_TYPE');
+    await writer.abort();
+  });
+
   test('a view column nested in a list is CS_UNSUPPORTED_TYPE naming the nested column and its type', async () => {
-    const writer = await ShuffleWriter.create(options({ partitioning: { kind: 'single' } }));
+    const writer = await createShuffleWriter(kind, options({ partitioning: { kind: 'single' } }));
     const type = new List(new Field('item', new Utf8View(), true));
     const schema = new Schema([new Field('tags', type)]);
     const views = makeData({ type: new Utf8View(), length: 0, views: new Uint8Array(0), variadicBuffers: [] } as never);
     const lists = makeData({ type, length: 1, valueOffsets: Int32Array.of(0, 0), child: views } as never);
     const batch = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: 1, children: [lists] }));
-    const error = await expectCode(writer.write(batch), 'CS_UNSUPPORTED_TYPE', /Utf8View/);
-    expect(error.where.column).toBe('tags.item');
+    const error = await expectCode(writer.write(batch), 'CS_UNSUPPORTED_TYPE', kind === 'hash' ? /Utf8View/ : undefined);
+    if (kind === 'hash') expect(error.where.column).toBe('tags.item');
     await writer.abort();
     expect(await listFiles(dir)).toEqual([]);
   });
@@ -71,20 +100,20 @@ describe('bad batches are refused with a typed error and the output is never hal
   test('a list key is CS_UNSUPPORTED_KEY_TYPE naming it, before anything is written', async () => {
     const list = vectorFromArray([[1], [2, 3]], new List(new Field('item', new Int32(), true)));
     const schema = new Schema([new Field('k', list.type)]);
-    const error = await expectCode(ShuffleWriter.create(options({ schema })), 'CS_UNSUPPORTED_KEY_TYPE', /List/);
+    const error = await expectCode(createShuffleWriter(kind, options({ schema })), kind === 'hash' ? 'CS_UNSUPPORTED_KEY_TYPE' : 'CS_UNSUPPORTED_TYPE');
     expect(error.where.column).toBe('k');
     expect(await listFiles(dir)).toEqual([]);
   });
 
-  test('a struct key with a list field is CS_UNSUPPORTED_KEY_TYPE naming the field', async () => {
+  test.runIf(kind === 'hash')('a struct key with a list field is CS_UNSUPPORTED_KEY_TYPE naming the field', async () => {
     const type = new Struct([new Field('id', new Int32()), new Field('tags', new List(new Field('item', new Int32())))]);
     const schema = new Schema([new Field('k', type)]);
-    const error = await expectCode(ShuffleWriter.create(options({ schema })), 'CS_UNSUPPORTED_KEY_TYPE');
+    const error = await expectCode(createShuffleWriter(kind, options({ schema })), 'CS_UNSUPPORTED_KEY_TYPE');
     expect(error.where.column).toBe('k.tags');
   });
 
   test('a batch whose schema differs from the first is CS_SCHEMA_MISMATCH and the writer stays usable', async () => {
-    const writer = await ShuffleWriter.create(options());
+    const writer = await createShuffleWriter(kind, options());
     await writer.write(ints('k', [1, 2, 3]));
     await expectCode(writer.write(ints('other', [1])), 'CS_SCHEMA_MISMATCH', /expected \{k: Int32 not null\}/);
     await writer.write(ints('k', [4]));
@@ -93,31 +122,31 @@ describe('bad batches are refused with a typed error and the output is never hal
   });
 
   test('write after finish, finish twice and write after abort are CS_WRITER_CLOSED', async () => {
-    const writer = await ShuffleWriter.create(options());
+    const writer = await createShuffleWriter(kind, options());
     await writer.write(ints('k', [1]));
     await writer.finish();
     await expectCode(writer.write(ints('k', [1])), 'CS_WRITER_CLOSED');
     await expectCode(writer.finish(), 'CS_WRITER_CLOSED');
-    const aborted = await ShuffleWriter.create(options({ outputPrefix: join(dir, 'second') }));
+    const aborted = await createShuffleWriter(kind, options({ outputPrefix: join(dir, 'second') }));
     await aborted.abort();
     await expectCode(aborted.write(ints('k', [1])), 'CS_WRITER_CLOSED');
   });
 
   test('finish without any batch and without a schema is refused and leaves nothing behind', async () => {
-    const writer = await ShuffleWriter.create(options());
+    const writer = await createShuffleWriter(kind, options());
     await expectCode(writer.finish(), 'CS_INVALID_ARGUMENT', /schema/);
     expect(await listFiles(dir)).toEqual([]);
   });
 
   test('finish without any batch but with a schema writes an output whose partitions are all empty', async () => {
-    const writer = await ShuffleWriter.create(options({ schema: new Schema([new Field('k', new Int32())]) }));
+    const writer = await createShuffleWriter(kind, options({ schema: new Schema([new Field('k', new Int32())]) }));
     const result = await writer.finish();
     expect(result.partitionLengths).toEqual([0, 0, 0, 0]);
     expect(await listFiles(dir)).toEqual(['out.checksum.CRC32C', 'out.data', 'out.index']);
   });
 
   test('abort removes every temporary file', async () => {
-    const writer = await ShuffleWriter.create(options());
+    const writer = await createShuffleWriter(kind, options());
     await writer.write(ints('k', [1, 2, 3]));
     expect((await listFiles(dir)).length).toBe(1); // the temporary data file
     await writer.abort();
@@ -127,7 +156,7 @@ describe('bad batches are refused with a typed error and the output is never hal
 
 describe('precomputed partition ids', () => {
   test('an out-of-range id is CS_PARTITION_ID_OUT_OF_RANGE naming the column and the row across batches', async () => {
-    const writer = await ShuffleWriter.create(options({ partitioning: { kind: 'partition-id', column: 'pid' } }));
+    const writer = await createShuffleWriter(kind, options({ partitioning: { kind: 'partition-id', column: 'pid' } }));
     await writer.write(ints('pid', [0, 1, 2]));
     const error = await expectCode(writer.write(ints('pid', [3, 4, 1])), 'CS_PARTITION_ID_OUT_OF_RANGE', /partition id 4 is outside \[0, 4\)/);
     expect(error.where).toMatchObject({ column: 'pid', row: 4 });
@@ -135,23 +164,33 @@ describe('precomputed partition ids', () => {
   });
 
   test('a null id is CS_PARTITION_ID_OUT_OF_RANGE', async () => {
-    const writer = await ShuffleWriter.create(options({ partitioning: { kind: 'partition-id', column: 'pid' } }));
+    const writer = await createShuffleWriter(kind, options({ partitioning: { kind: 'partition-id', column: 'pid' } }));
     const batch = makeTable({ pid: vectorFromArray([1, null], new Int32()) } as never).batches[0]! as unknown as RecordBatch;
     const error = await expectCode(writer.write(batch), 'CS_PARTITION_ID_OUT_OF_RANGE', /null/);
     expect(error.where.row).toBe(1);
     await writer.abort();
   });
 
+  test('after an out-of-range id the writer stays usable: the refused batch left nothing behind', async () => {
+    const writer = await createShuffleWriter(kind, options({ partitioning: { kind: 'partition-id', column: 'pid' } }));
+    await writer.write(ints('pid', [0, 1]));
+    await expectCode(writer.write(ints('pid', [2, 9])), 'CS_PARTITION_ID_OUT_OF_RANGE');
+    await writer.write(ints('pid', [3]));
+    const result = await writer.finish();
+    expect(result.rows).toBe(3);
+    expect(result.partitionRows).toEqual([1, 1, 0, 1]);
+  });
+
   test('a non-integer id column is CS_UNSUPPORTED_KEY_TYPE', async () => {
     const schema = new Schema([new Field('pid', new Utf8())]);
-    await expectCode(ShuffleWriter.create(options({ schema, partitioning: { kind: 'partition-id', column: 'pid' } })), 'CS_UNSUPPORTED_KEY_TYPE');
+    await expectCode(createShuffleWriter(kind, options({ schema, partitioning: { kind: 'partition-id', column: 'pid' } })), 'CS_UNSUPPORTED_KEY_TYPE');
   });
 });
 
 describe('more misuse', () => {
   test('an empty schema is CS_INVALID_ARGUMENT', async () => {
-    await expectCode(ShuffleWriter.create(options({ partitioning: { kind: 'round-robin' }, schema: new Schema([]) })), 'CS_INVALID_ARGUMENT', /no columns/);
-    const writer = await ShuffleWriter.create(options({ partitioning: { kind: 'round-robin' } }));
+    await expectCode(createShuffleWriter(kind, options({ partitioning: { kind: 'round-robin' }, schema: new Schema([]) })), 'CS_INVALID_ARGUMENT', /no columns/);
+    const writer = await createShuffleWriter(kind, options({ partitioning: { kind: 'round-robin' } }));
     const empty = new RecordBatch(new Schema([]), makeData({ type: new Struct([]), length: 3, children: [] }));
     await expectCode(writer.write(empty), 'CS_INVALID_ARGUMENT', /no columns/);
     await writer.abort();
@@ -160,31 +199,31 @@ describe('more misuse', () => {
   test('a spill directory that is a file is CS_FILE_NOT_FOUND naming it', async () => {
     const file = join(dir, 'not-a-dir');
     await (await import('node:fs/promises')).writeFile(file, 'x');
-    const error = await expectCode(ShuffleWriter.create(options({ spillDir: file })), 'CS_FILE_NOT_FOUND', /spill directory/);
+    const error = await expectCode(createShuffleWriter(kind, options({ spillDir: file })), 'CS_FILE_NOT_FOUND', /spill directory/);
     expect(error.where.file).toBe(file);
   });
 });
 
 describe('an existing output', () => {
   test('is not overwritten by default: CS_OUTPUT_EXISTS naming its index, and the old output is untouched', async () => {
-    const first = await ShuffleWriter.create(options());
+    const first = await createShuffleWriter(kind, options());
     await first.write(ints('k', [1, 2, 3]));
     await first.finish();
     const before = await listFiles(dir);
-    const error = await expectCode(ShuffleWriter.create(options()), 'CS_OUTPUT_EXISTS');
+    const error = await expectCode(createShuffleWriter(kind, options()), 'CS_OUTPUT_EXISTS');
     expect(error.where.file).toBe(join(dir, 'out.index'));
     expect(await listFiles(dir)).toEqual(before);
   });
 
   test('is replaced when overwrite is asked for, and only when the new one commits', async () => {
-    const first = await ShuffleWriter.create(options());
+    const first = await createShuffleWriter(kind, options());
     await first.write(ints('k', [1, 2, 3]));
     const old = await first.finish();
-    const aborted = await ShuffleWriter.create(options({ overwrite: true }));
+    const aborted = await createShuffleWriter(kind, options({ overwrite: true }));
     await aborted.write(ints('k', [4]));
     await aborted.abort();
     expect(await listFiles(dir)).toEqual(['out.checksum.CRC32C', 'out.data', 'out.index']);
-    const second = await ShuffleWriter.create(options({ overwrite: true }));
+    const second = await createShuffleWriter(kind, options({ overwrite: true }));
     await second.write(ints('k', [5, 6]));
     await second.finish();
     const reader = await ShuffleReader.open(join(dir, 'out'));
@@ -193,5 +232,24 @@ describe('an existing output', () => {
     await reader.close();
     expect(values.sort()).toEqual([5, 6]);
     expect(old.rows).toBe(3);
+  });
+});
+});
+
+describe('sort writer limits', () => {
+  test('more partitions than 24-bit pointer fields hold is CS_INVALID_ARGUMENT, before any file exists', async () => {
+    await expectCode(SortShuffleWriter.create(options({ numPartitions: 2 ** 24 + 1 })), 'CS_INVALID_ARGUMENT', /24-bit/);
+    expect(await listFiles(dir)).toEqual([]);
+    const largest = await SortShuffleWriter.create(options({ numPartitions: 2 ** 24, partitioning: { kind: 'round-robin' } }));
+    await largest.abort();
+  });
+
+  test.each([
+    ['pageBytes', { pageBytes: 10 }],
+    ['pageBytes', { pageBytes: 4098 }],
+    ['pageBytes', { pageBytes: 2 ** 28 }],
+    ['blockBytes', { blockBytes: 0 }],
+  ])('%s out of range (%o) is CS_INVALID_ARGUMENT naming it', async (name, sizes) => {
+    await expectCode(SortShuffleWriter.create({ ...options(), ...sizes }), 'CS_INVALID_ARGUMENT', new RegExp(name));
   });
 });

@@ -5,7 +5,7 @@ import { ShuffleError } from '../errors.js';
 import { CODEC_NAMES, type CodecName } from '../format/codec.js';
 import { ShuffleReader } from '../reader/shuffle-reader.js';
 import { MemoryPool } from '../memory/memory-pool.js';
-import { ShuffleWriter } from '../writer/shuffle-writer.js';
+import { createShuffleWriter, WRITER_KINDS, type WriterKind } from '../writer-kind.js';
 import type { ShuffleWriteResult } from '../writer/writer-options.js';
 import { byteSizeOption, choiceOption, integerOption, parseCommandArgs, stringOption } from './args.js';
 import { bytes, count, EXIT_OK, plural, rate, seconds, throwIfInterrupted, writeLine, type CliContext } from './context.js';
@@ -18,6 +18,7 @@ const OPTIONS = {
   partitions: { type: 'string', short: 'p' },
   dir: { type: 'string', short: 'd' },
   codec: { type: 'string', short: 'c' },
+  writer: { type: 'string', short: 'w' },
   'memory-limit': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -30,6 +31,7 @@ interface DemoArgs {
   numPartitions: number;
   dir: string | undefined;
   codec: CodecName;
+  writer: WriterKind;
   memoryLimit: number | undefined;
 }
 
@@ -46,6 +48,7 @@ export async function demoCommand(args: string[], ctx: CliContext): Promise<numb
     numPartitions: integerOption(stringOption(parsed, 'partitions'), 'partitions', 'demo', 1, 0x7fffffff) ?? 200,
     dir: stringOption(parsed, 'dir'),
     codec: choiceOption(stringOption(parsed, 'codec'), 'codec', CODEC_NAMES, 'demo') ?? 'lz4',
+    writer: choiceOption(stringOption(parsed, 'writer'), 'writer', WRITER_KINDS, 'demo') ?? 'hash',
     memoryLimit: byteSizeOption(stringOption(parsed, 'memory-limit'), 'memory-limit', 'demo'),
   };
   const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'columnar-shuffle-demo-')));
@@ -78,7 +81,7 @@ async function generateAndWrite(
   signal: AbortSignal,
 ): Promise<ShuffleWriteResult> {
   let started = performance.now();
-  const writer = await ShuffleWriter.create({
+  const writer = await createShuffleWriter(options.writer, {
     numPartitions: options.numPartitions,
     partitioning: { kind: 'hash', keys: [KEY] },
     outputPrefix: prefix,
@@ -145,7 +148,7 @@ function summarize(ctx: CliContext, options: DemoArgs, result: ShuffleWriteResul
   const ratio = result.bytesWritten > 0 ? timings.inputBytes / result.bytesWritten : 0;
   const outBatches = result.partitionBatches.reduce((a, b) => a + b, 0);
   out(`columnar-shuffle demo: ${count(options.rows)} rows (int64 key, float64, utf8 ~20 B, int32 10 % nulls)`);
-  out(`  shuffle     hash(key) into ${count(result.numPartitions)} partitions, ${options.codec}`);
+  out(`  shuffle     hash(key) into ${count(result.numPartitions)} partitions, ${options.codec}, ${options.writer} writer`);
   out(`  input       ${count(result.batches)} batches of up to ${count(BATCH_ROWS)} rows, ${bytes(timings.inputBytes)} of Arrow buffers`);
   out(`  written     ${bytes(result.bytesWritten)} in ${count(outBatches)} record batches, compression ratio ${ratio.toFixed(2)}x`);
   out(`  write       ${seconds(timings.writeMs)}, ${rate(result.rows, timings.writeMs)}`);

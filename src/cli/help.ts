@@ -11,6 +11,7 @@ Arrow input into partitions (one data file, an index and CRC32C checksums).
 
 Commands:
   write <input> --partitions N --output PREFIX [--key COL,...]
+        [--writer hash|sort]
                    shuffle an Arrow IPC file or stream into PREFIX.data,
                    PREFIX.index and PREFIX.checksum.CRC32C
   read <prefix> --partition P [--output FILE]
@@ -48,6 +49,11 @@ Options:
                            how a dictionary that grows reaches each partition:
                            delta batches (default) or whole replacements (the
                            only kind polars reads)
+  -w, --writer KIND        hash: the columnar writer, partitions are Arrow
+                           IPC streams (default); sort: the sort-based row
+                           writer (compact rows radix-sorted by partition;
+                           pays off at thousands of partitions). 'read'
+                           reads either
       --map-id N           map task id, seeds round-robin's start (default: 0)
       --memory-limit SIZE  most memory the writer may hold; beyond it, it
                            spills to disk (default: no limit). SIZE is bytes
@@ -58,16 +64,18 @@ Options:
       --overwrite          replace an existing output at PREFIX (without it,
                            an existing output is error CS_OUTPUT_EXISTS)
       --json               print one JSON object with the result on stdout,
-                           spills, spilledBytes and peakMemoryBytes included
+                           writer, spills, spilledBytes and peakMemoryBytes
+                           included
   -h, --help               show this help
 `;
 
 export const READ_HELP = `Usage: columnar-shuffle read <prefix> --partition P [--output FILE]
 
 Writes partition P of the shuffle output PREFIX.data / .index / .checksum.CRC32C
-as an uncompressed Arrow IPC stream, to FILE or to stdout. The partition's
-checksum is verified first. An empty partition gives a stream with the schema
-and no batches.
+as an uncompressed Arrow IPC stream, to FILE or to stdout, whichever writer
+made it (hash: Arrow IPC partitions, sort: row partitions; told from the bytes).
+The partition's checksum is verified first. An empty partition gives a stream
+with the schema and no batches.
 
 Options:
   -P, --partition P   the partition to read, 0 <= P < partitions (required)
@@ -78,9 +86,10 @@ Options:
 
 export const INSPECT_HELP = `Usage: columnar-shuffle inspect <prefix> [--json]
 
-Describes the shuffle output PREFIX.data / .index / .checksum.CRC32C: schema,
-codec, and bytes, record batches and rows of every partition. Every
-partition's checksum is verified on the way.
+Describes the shuffle output PREFIX.data / .index / .checksum.CRC32C: the
+writer that made it, schema, codec, and bytes, record batches (row blocks for
+the sort writer) and rows of every partition. Every partition's checksum is
+verified on the way.
 
 Options:
       --json      print one JSON object on stdout
@@ -88,6 +97,7 @@ Options:
 `;
 
 export const DEMO_HELP = `Usage: columnar-shuffle demo [--rows N] [--partitions N] [--dir DIR] [--codec C]
+                          [--writer hash|sort]
 
 Generates demo data in memory (int64 key, float64, utf8 of ~20 bytes, int32
 with 10 % nulls; batches of 8192 rows), shuffles it by hash of the key, reads
@@ -100,6 +110,7 @@ Options:
   -d, --dir DIR        write the output into DIR (created if needed) and keep
                        it (default: a temporary directory, removed afterwards)
   -c, --codec CODEC    lz4 | zstd | none (default: lz4)
+  -w, --writer KIND    hash (columnar, default) | sort (row-based)
       --memory-limit SIZE
                        most memory the writer may hold, spilling beyond it
                        (default: no limit); SIZE as in 'write --help': 64MiB

@@ -3,6 +3,8 @@ import type { Schema } from 'apache-arrow';
 import { ShuffleError, type ErrorLocation } from '../errors.js';
 import { outputPaths } from '../format/output-files.js';
 import { ShuffleReader } from '../reader/shuffle-reader.js';
+import { isRowPartition } from '../sort-writer/row-format.js';
+import { summarizeRowPartition } from '../sort-writer/row-reader.js';
 import { flag, parseCommandArgs, requiredPositional } from './args.js';
 import { bytes, count, describeSchema, EXIT_OK, throwIfInterrupted, writeJson, writeLine, type CliContext } from './context.js';
 import { codecOfMessage, decodeMessage, FRAME_PEEK, frameOf } from './ipc-frames.js';
@@ -12,8 +14,14 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-/** What the message headers of one partition's IPC stream say (bodies are not decoded). */
+/**
+ * What the headers of one partition say (bodies are not decoded): of an IPC
+ * stream (the hash writer's) its messages, of a row partition (the sort
+ * writer's) its blocks, which are counted as batches (the reader yields one
+ * batch per block).
+ */
 interface StreamSummary {
+  writer: 'hash' | 'sort' | null;
   schema: Schema | null;
   codec: string | null;
   batches: number;
@@ -38,6 +46,8 @@ export async function inspectCommand(args: string[], ctx: CliContext): Promise<n
   const first = summaries.find((s) => s.schema !== null);
   const schema = first?.schema ?? null;
   const codec = summaries.find((s) => s.codec !== null)?.codec ?? null;
+  const writers = [...new Set(summaries.map((s) => s.writer).filter((w) => w !== null))];
+  const writer = writers.length === 0 ? null : writers.length === 1 ? writers[0]! : 'mixed';
   const lengths = summaries.map((_, p) => reader.partitionLength(p));
   const total = (pick: (s: StreamSummary) => number) => summaries.reduce((sum, s) => sum + pick(s), 0);
 
@@ -45,6 +55,7 @@ export async function inspectCommand(args: string[], ctx: CliContext): Promise<n
     writeJson(ctx.stdout, {
       prefix,
       paths,
+      writer,
       schema: schema?.fields.map((f) => ({ name: f.name, type: String(f.type), nullable: f.nullable })) ?? null,
       codec,
       partitions: reader.numPartitions,
@@ -60,6 +71,7 @@ export async function inspectCommand(args: string[], ctx: CliContext): Promise<n
   }
   const empty = summaries.filter((s) => s.batches === 0).length;
   writeLine(ctx.stdout, `shuffle output  ${prefix} (.data, .index, .checksum.CRC32C)`);
+  writeLine(ctx.stdout, `writer          ${writer === null ? '(none: every partition is empty)' : writer === 'hash' ? 'hash (columnar: Arrow IPC streams)' : writer === 'sort' ? 'sort (row blocks)' : 'mixed (hash and sort partitions)'}`);
   writeLine(ctx.stdout, `schema          ${schema === null ? '(none: every partition is empty)' : describeSchema(schema)}`);
   writeLine(ctx.stdout, `codec           ${codec ?? '(no record batches)'}`);
   writeLine(ctx.stdout, `partitions      ${count(reader.numPartitions)} (${count(empty)} empty), checksums verified`);
@@ -74,7 +86,11 @@ export async function inspectCommand(args: string[], ctx: CliContext): Promise<n
 
 /** Walks the messages of one partition's stream; an empty partition has none. */
 function summarize(stream: Uint8Array, where: ErrorLocation): StreamSummary {
-  const summary: StreamSummary = { schema: null, codec: null, batches: 0, rows: 0 };
+  if (isRowPartition(stream)) {
+    const rows = summarizeRowPartition(stream, where);
+    return { writer: 'sort', schema: rows.schema, codec: rows.codec, batches: rows.blocks, rows: rows.rows };
+  }
+  const summary: StreamSummary = { writer: stream.byteLength > 0 ? 'hash' : null, schema: null, codec: null, batches: 0, rows: 0 };
   let position = 0;
   const corrupt = (what: string) =>
     new ShuffleError('CS_CORRUPT_DATA', `invalid Arrow IPC stream: ${what}`, { ...where, offset: (where.offset ?? 0) + position });

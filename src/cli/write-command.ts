@@ -3,7 +3,7 @@ import { ShuffleError } from '../errors.js';
 import { CODEC_NAMES, type CodecName } from '../format/codec.js';
 import type { DictionaryUpdates } from '../writer/dictionary-tracker.js';
 import { MemoryPool } from '../memory/memory-pool.js';
-import { ShuffleWriter } from '../writer/shuffle-writer.js';
+import { createShuffleWriter, WRITER_KINDS, type WriterKind } from '../writer-kind.js';
 import type { ShuffleWriteResult } from '../writer/writer-options.js';
 import type { Partitioning } from '../writer/partitioner.js';
 import {
@@ -28,6 +28,7 @@ const OPTIONS = {
   partitioning: { type: 'string' },
   codec: { type: 'string', short: 'c' },
   'dictionary-updates': { type: 'string' },
+  writer: { type: 'string', short: 'w' },
   'map-id': { type: 'string' },
   'memory-limit': { type: 'string' },
   'spill-dir': { type: 'string' },
@@ -46,6 +47,7 @@ interface WriteArgs {
   outputPrefix: string;
   codec: CodecName;
   dictionaryUpdates: DictionaryUpdates;
+  writer: WriterKind;
   mapId: number;
   /** bytes the writer may hold; undefined: unbounded */
   memoryLimit: number | undefined;
@@ -72,6 +74,7 @@ function parse(args: string[]): WriteArgs {
     outputPrefix,
     codec: choiceOption(stringOption(parsed, 'codec'), 'codec', CODEC_NAMES, 'write') ?? 'lz4',
     dictionaryUpdates: choiceOption(stringOption(parsed, 'dictionary-updates'), 'dictionary-updates', DICTIONARY_UPDATES, 'write') ?? 'delta',
+    writer: choiceOption(stringOption(parsed, 'writer'), 'writer', WRITER_KINDS, 'write') ?? 'hash',
     mapId: integerOption(stringOption(parsed, 'map-id'), 'map-id', 'write', 0) ?? 0,
     memoryLimit: byteSizeOption(stringOption(parsed, 'memory-limit'), 'memory-limit', 'write'),
     spillDir: spillDirOption(stringOption(parsed, 'spill-dir')),
@@ -88,7 +91,7 @@ export async function writeCommand(args: string[], ctx: CliContext): Promise<num
   const progress = createProgress(ctx.stderr, 'write');
   let result: ShuffleWriteResult;
   try {
-    const writer = await ShuffleWriter.create({
+    const writer = await createShuffleWriter(options.writer, {
       numPartitions: options.numPartitions,
       partitioning: options.partitioning,
       outputPrefix: options.outputPrefix,
@@ -136,6 +139,7 @@ function report(ctx: CliContext, options: WriteArgs, format: InputFormat, result
       partitions: result.numPartitions,
       partitioning: options.partitioning,
       codec: options.codec,
+      writer: options.writer,
       bytesWritten: result.bytesWritten,
       output: result.paths,
       partitionLengths: result.partitionLengths,
@@ -155,7 +159,7 @@ function report(ctx: CliContext, options: WriteArgs, format: InputFormat, result
   const max = nonEmpty.reduce((a, b) => Math.max(a, b), 0);
   const how = options.partitioning.kind === 'hash' ? `hash(${options.partitioning.keys.join(', ')})` : options.partitioning.kind;
   writeLine(ctx.stdout, `wrote ${count(result.rows)} rows (${plural(result.batches, 'input batch', 'input batches')}, Arrow ${format}) into ${count(result.numPartitions)} partitions by ${how}`);
-  writeLine(ctx.stdout, `  ${result.paths.data}  ${bytes(result.bytesWritten)} (${options.codec})`);
+  writeLine(ctx.stdout, `  ${result.paths.data}  ${bytes(result.bytesWritten)} (${options.codec}, ${options.writer === 'hash' ? 'columnar hash writer' : 'sort writer: rows'})`);
   writeLine(ctx.stdout, `  ${result.paths.index}`);
   writeLine(ctx.stdout, `  ${result.paths.checksum}`);
   writeLine(

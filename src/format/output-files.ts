@@ -140,7 +140,8 @@ export class DataFileWriter {
     return this.position + this.pendingBytes;
   }
 
-  private async flush(): Promise<void> {
+  /** Writes everything appended so far: the appended chunks' memory may be reused when it returns. */
+  async flush(): Promise<void> {
     if (this.pending.length === 0) return;
     const chunks = this.pending;
     this.pending = [];

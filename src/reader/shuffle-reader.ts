@@ -2,6 +2,8 @@ import type { RecordBatch, Schema } from 'apache-arrow';
 import { ShuffleError, type ErrorLocation } from '../errors.js';
 import { readIpcSchema, readIpcStream } from '../format/ipc-reader.js';
 import { crc32cOf, outputPaths } from '../format/output-files.js';
+import { isRowPartition, parseRowPartitionHeader, rowHeaderLength } from '../sort-writer/row-format.js';
+import { readRowPartition, RowHeaderCache } from '../sort-writer/row-reader.js';
 import { sameSchema } from '../writer/same-schema.js';
 import { BatchCoalescer } from './batch-coalescer.js';
 import { LocalFileSource, type ByteRangeSource } from './byte-source.js';
@@ -24,8 +26,12 @@ export interface OpenOptions {
 }
 
 /**
- * Reads a shuffle output: the index tells where each partition's IPC stream
- * lies in the data file, the checksum file how to verify it.
+ * Reads a shuffle output: the index tells where each partition's bytes lie
+ * in the data file, the checksum file how to verify them. Partitions written
+ * by either writer are read: an Arrow IPC stream (the columnar writer's,
+ * starting FF FF FF FF) or blocks of compact rows (the sort writer's,
+ * starting with the magic CSRW), told apart by their first bytes, both
+ * yielding RecordBatches of the output's schema.
  *
  * A partition is read whole and its CRC32C verified before its first batch is
  * decoded, so a damaged partition never yields a single row; batches are then
@@ -38,6 +44,8 @@ export class ShuffleReader {
   /** Byte offsets of each partition in the data file: partition p is [offsets[p], offsets[p+1]). */
   readonly offsets: readonly number[];
   readonly checksums: readonly number[] | null;
+  /** the partitions of a sort-writer output share their header: its schema is decoded once */
+  private readonly rowHeaders = new RowHeaderCache();
   private constructor(
     private readonly sources: ShuffleOutputSources,
     offsets: number[],
@@ -126,7 +134,11 @@ export class ShuffleReader {
       const length = this.partitionLength(p);
       if (length === 0) continue;
       const start = this.offsets[p]!;
-      const head = await this.sources.data.read(start, Math.min(8, length));
+      const head = await this.sources.data.read(start, Math.min(16, length));
+      if (isRowPartition(head)) {
+        const headerLength = rowHeaderLength(head) ?? head.byteLength;
+        return parseRowPartitionHeader(await this.sources.data.read(start, Math.min(length, headerLength)), this.location(p)).schema;
+      }
       const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
       const continued = head.byteLength >= 8 && view.getInt32(0, true) === -1;
       const metadataSize = head.byteLength >= 4 ? view.getInt32(continued ? 4 : 0, true) : 0;
@@ -137,7 +149,7 @@ export class ShuffleReader {
     return null;
   }
 
-  /** The verified bytes of partition p: one complete Arrow IPC stream, or empty. */
+  /** The verified bytes of partition p: one complete Arrow IPC stream or sort-writer partition, or empty. */
   async partitionBytes(p: number): Promise<Uint8Array> {
     const length = this.partitionLength(p);
     const bytes = length === 0 ? new Uint8Array(0) : await this.sources.data.read(this.offsets[p]!, length);
@@ -170,7 +182,8 @@ export class ShuffleReader {
     for (let p = start; p < end; p++) {
       const bytes = await this.partitionBytes(p); // an empty partition too: its checksum must be that of nothing
       if (bytes.byteLength === 0) continue;
-      for await (const batch of readIpcStream(bytes, this.location(p), this.openOptions)) {
+      const batches = isRowPartition(bytes) ? readRowPartition(bytes, this.location(p), this.openOptions, this.rowHeaders) : readIpcStream(bytes, this.location(p), this.openOptions);
+      for await (const batch of batches) {
         if (schema === null) schema = batch.schema;
         else if (batch.schema !== schema && !sameSchema(schema, batch.schema)) {
           throw new ShuffleError('CS_CORRUPT_DATA', 'the partitions of one output disagree about the schema', this.location(p));

@@ -86,17 +86,20 @@ export class SpillFile {
 
   /**
    * Adds partition p's payload chunks as the next segment of the current run
-   * (partitions ascend within a run). Segments are gathered and written with
-   * few large writes: by `flushRun()` at the latest, or when enough is pending.
+   * (partitions ascend within a run; chunks for the partition of the previous
+   * call extend its segment, so a writer may hand a large partition over in
+   * pieces). Segments are gathered and written with few large writes: by
+   * `flushRun()` at the latest, or when enough is pending.
    */
   async writeSegment(partition: number, chunks: readonly Uint8Array[]): Promise<void> {
     const run = this.runs[this.runs.length - 1];
     if (run === undefined) throw new Error('writeSegment before beginRun');
     const last = run[run.length - 1];
-    if (last !== undefined && last.partition >= partition) throw new Error(`spill segments must ascend: ${partition} after ${last.partition}`);
+    if (last !== undefined && last.partition > partition) throw new Error(`spill segments must ascend: ${partition} after ${last.partition}`);
     let length = 0;
     for (const chunk of chunks) length += chunk.byteLength;
-    run.push({ partition, offset: this.position + this.pendingBytes, length });
+    if (last?.partition === partition) last.length += length; // segments of a run are contiguous: the previous one ends here
+    else run.push({ partition, offset: this.position + this.pendingBytes, length });
     this.pending.push(...chunks);
     this.pendingBytes += length;
     if (this.pendingBytes >= FLUSH_BYTES) await this.flushPending();

@@ -1,7 +1,9 @@
 /**
  * The reader fuzzer shared by test/fuzz-reader.test.ts (a short run) and
  * scripts/fuzz.ts (the long run): valid shuffle outputs of every flat type
- * (lz4, zstd, none; a few partitions), random mutations of their bytes, and
+ * (lz4, zstd, none; a few partitions; written by the columnar writer, and,
+ * in a third of the bases, by the sort writer, whose row partitions the
+ * reader parses with its own code), random mutations of their bytes, and
  * the judgement of what the reader does with them.
  *
  * A case is `{ base, mutations }`: `base` picks one of the base outputs built
@@ -31,7 +33,9 @@ import type { CodecName } from '../../src/format/codec.js';
 import { outputPaths } from '../../src/format/output-files.js';
 import { LocalFileSource } from '../../src/reader/byte-source.js';
 import { ShuffleReader } from '../../src/reader/shuffle-reader.js';
-import { ShuffleWriter } from '../../src/writer/shuffle-writer.js';
+import { rowLayoutOf } from '../../src/sort-writer/row-layout.js';
+import { createShuffleWriter, type WriterKind } from '../../src/writer-kind.js';
+import { Schema } from 'apache-arrow';
 import { batchOf, buildColumn, fixedByteWidth, isLargeOffsets, isVariableWidth, NO_BITMAP, schemaOf, sequenceColumn, TYPE_CASES, type ColumnSpec, type ValiditySpec } from './columns.js';
 import { buildAny, randomType, type DictionaryContext } from './nested.js';
 import { Rng } from './random.js';
@@ -46,12 +50,16 @@ export interface LengthField {
   at: number;
   /** 4: int32 LE, 8: int64 LE */
   width: 4 | 8;
-  kind: 'metadata-size' | 'body-length' | 'batch-length' | 'node-length' | 'node-null-count' | 'buffer-offset' | 'buffer-length' | 'compression-prefix';
+  kind:
+    | 'metadata-size' | 'body-length' | 'batch-length' | 'node-length' | 'node-null-count' | 'buffer-offset' | 'buffer-length' | 'compression-prefix'
+    // the sort writer's row partitions: block headers, and in uncompressed blocks every row's length and string lengths
+    | 'block-rows' | 'block-raw-length' | 'block-stored-length' | 'row-length' | 'row-value-length';
   partition: number;
 }
 
 export interface BaseOutput {
   label: string;
+  writer: WriterKind;
   codec: CodecName;
   types: string[];
   numPartitions: number;
@@ -63,7 +71,7 @@ export interface BaseOutput {
   /** per partition, the canonical rows the unmutated output yields */
   rows: string[][];
   fields: LengthField[];
-  /** compressed-buffer length prefixes with a real frame behind them (not -1) */
+  /** compressed-buffer length prefixes with a real frame behind them (not -1); of a row partition: raw lengths of compressed blocks */
   compressedPrefixes: LengthField[];
 }
 
@@ -73,9 +81,11 @@ const CODECS: readonly CodecName[] = ['lz4', 'zstd', 'none'];
  * `count` base outputs made from `seed`: every flat type appears (in column
  * sets of 3-5 types plus a row id), each codec in turn, 1-4 partitions, a
  * few batches per partition (maxBatchRows 48), compression even of small
- * batches (compressionMinRows 0) so that compressed buffers abound.
+ * batches (compressionMinRows 0) so that compressed buffers abound. Every
+ * third base (b % 3 == 1, so each codec has some) is written by the sort
+ * writer, with small pages and blocks.
  */
-export async function buildBases(dir: string, seed: number, count = 24): Promise<BaseOutput[]> {
+export async function buildBases(dir: string, seed: number, count = 36): Promise<BaseOutput[]> {
   const rng = new Rng(seed);
   const order = TYPE_CASES.map((_, i) => i);
   for (let i = order.length - 1; i > 0; i--) {
@@ -94,8 +104,9 @@ export async function buildBases(dir: string, seed: number, count = 24): Promise
       { name: 'id', type: sequenceColumn(0, 0).type, nullable: false },
       ...typeIndexes.map((t, i) => ({ name: `c${i}`, type: TYPE_CASES[t]!.make(), nullable: true })),
     ];
-    // every third base also has a nested (or dictionary) column
-    if (b % 3 === 2) specs.push({ name: 'nested', type: randomType(rng, 3, 0.9), nullable: true });
+    const kind: WriterKind = Math.floor(b / 3) % 3 === 1 ? 'sort' : 'hash';
+    // every third columnar base also has a nested (or dictionary) column
+    if (b % 3 === 2 && kind === 'hash') specs.push({ name: 'nested', type: randomType(rng, 3, 0.9), nullable: true });
     const dictionaries: DictionaryContext = new Map();
     const schema = schemaOf(specs);
     const batches: RecordBatch[] = [];
@@ -114,7 +125,7 @@ export async function buildBases(dir: string, seed: number, count = 24): Promise
       batches.push(batchOf(schema, children as Data[], rows));
     }
     const prefix = join(dir, `base-${b}`);
-    const writer = await ShuffleWriter.create({
+    const writer = await createShuffleWriter(kind, {
       outputPrefix: prefix,
       numPartitions,
       partitioning: { kind: 'round-robin' },
@@ -122,6 +133,8 @@ export async function buildBases(dir: string, seed: number, count = 24): Promise
       mapId: b,
       maxBatchRows: 48,
       compressionMinRows: 0,
+      pageBytes: 4096,
+      blockBytes: 2048,
     });
     for (const batch of batches) await writer.write(batch);
     const result = await writer.finish();
@@ -141,9 +154,10 @@ export async function buildBases(dir: string, seed: number, count = 24): Promise
       await reader.close();
     }
     await Promise.all(Object.values(paths).map((p: string) => rm(p, { force: true })));
-    const fields = locateLengthFields(data, result.partitionLengths);
+    const fields = kind === 'hash' ? locateLengthFields(data, result.partitionLengths) : locateRowLengthFields(data, result.partitionLengths, schema);
     bases.push({
-      label: `base ${b}: ${codec}, P=${numPartitions}, ${[...typeIndexes.map((t) => TYPE_CASES[t]!.name), ...specs.filter((s) => s.name === 'nested').map((s) => String(s.type))].join(', ')}, rows ${rows.map((r) => r.length).join('/')}`,
+      label: `base ${b}: ${kind} writer, ${codec}, P=${numPartitions}, ${[...typeIndexes.map((t) => TYPE_CASES[t]!.name), ...specs.filter((s) => s.name === 'nested').map((s) => String(s.type))].join(', ')}, rows ${rows.map((r) => r.length).join('/')}`,
+      writer: kind,
       codec,
       types: typeIndexes.map((t) => TYPE_CASES[t]!.name),
       schemaTypes: schema.fields.map((f) => String(f.type)),
@@ -153,7 +167,7 @@ export async function buildBases(dir: string, seed: number, count = 24): Promise
       checksum,
       rows,
       fields,
-      compressedPrefixes: fields.filter((f) => f.kind === 'compression-prefix' && readField(data, f) !== -1n),
+      compressedPrefixes: fields.filter((f) => (f.kind === 'compression-prefix' && readField(data, f) !== -1n) || (f.kind === 'block-raw-length' && isCompressedBlock(data, f))),
     });
   }
   return bases;
@@ -233,6 +247,51 @@ export function locateLengthFields(data: Uint8Array, partitionLengths: readonly 
         }
       }
       pos = bodyStart + bodyLength;
+    }
+    partitionStart = end;
+  });
+  return fields;
+}
+
+/** Whether the block whose raw-length field is `f` stores fewer bytes than that (is compressed). */
+function isCompressedBlock(data: Uint8Array, f: LengthField): boolean {
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  return view.getUint32(f.at + 4, true) < view.getUint32(f.at, true);
+}
+
+/**
+ * Every length field of the sort writer's row partitions (docs/FORMAT.md): the
+ * schema message's metadata size, each block's row count, raw and stored
+ * lengths, and in uncompressed blocks each row's length and variable-length
+ * slots.
+ */
+export function locateRowLengthFields(data: Uint8Array, partitionLengths: readonly number[], schema: Schema): LengthField[] {
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const layout = rowLayoutOf(schema.fields);
+  const fields: LengthField[] = [];
+  let partitionStart = 0;
+  partitionLengths.forEach((length, partition) => {
+    const end = partitionStart + length;
+    if (length > 0) {
+      fields.push({ at: partitionStart + 12, width: 4, kind: 'metadata-size', partition });
+      let pos = partitionStart + 16 + view.getInt32(partitionStart + 12, true);
+      for (;;) {
+        const rows = view.getUint32(pos, true);
+        fields.push({ at: pos, width: 4, kind: 'block-rows', partition });
+        if (rows === 0) break;
+        fields.push({ at: pos + 4, width: 4, kind: 'block-raw-length', partition }, { at: pos + 8, width: 4, kind: 'block-stored-length', partition });
+        const raw = view.getUint32(pos + 4, true);
+        const stored = view.getUint32(pos + 8, true);
+        if (stored === raw) {
+          let row = pos + 12;
+          for (let r = 0; r < rows; r++) {
+            fields.push({ at: row, width: 4, kind: 'row-length', partition });
+            for (const f of layout.variableFields) fields.push({ at: row + layout.fields[f]!.slot, width: 4, kind: 'row-value-length', partition });
+            row += (4 + view.getUint32(row, true) + 3) & ~3;
+          }
+        }
+        pos += 12 + stored;
+      }
     }
     partitionStart = end;
   });

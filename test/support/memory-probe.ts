@@ -1,5 +1,5 @@
 /**
- * A child-process probe for test/memory-accounting.test.ts: runs one ShuffleWriter
+ * A child-process probe for test/memory-accounting.test.ts: runs one writer (columnar or sort)
  * over narrow batches and compares the memory pool's `reserved` figure with the
  * process's real ArrayBuffer memory (`process.memoryUsage().arrayBuffers`) after
  * every write, each time after a full garbage collection.
@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { narrowBatch, nestedBatch } from '../../src/cli/demo-data.js';
 import type { CodecName } from '../../src/format/codec.js';
 import { MemoryPool } from '../../src/memory/memory-pool.js';
-import { ShuffleWriter } from '../../src/writer/shuffle-writer.js';
+import { createShuffleWriter, type AnyShuffleWriter, type WriterKind } from '../../src/writer-kind.js';
 
 export interface ProbeConfig {
   /** pool limit in bytes; null for an unbounded pool */
@@ -30,6 +30,8 @@ export interface ProbeConfig {
   partitions: number;
   /** the input: the narrow shape (default) or the nested one (list, struct, map) */
   shape?: 'narrow' | 'nested';
+  /** which writer (default hash, the columnar one) */
+  writer?: WriterKind;
 }
 
 export interface ProbeSample {
@@ -99,7 +101,7 @@ export async function probe(config: ProbeConfig): Promise<ProbeReport> {
     await fullGc();
     const baseline = arrayBuffers();
     const pool = new MemoryPool(config.limit ?? Number.POSITIVE_INFINITY);
-    let writer: ShuffleWriter | null = await ShuffleWriter.create({
+    let writer: AnyShuffleWriter | null = await createShuffleWriter(config.writer ?? 'hash', {
       numPartitions: config.partitions,
       partitioning: { kind: 'hash', keys: ['key'] },
       outputPrefix: join(outDir, 'map'),

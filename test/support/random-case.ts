@@ -170,9 +170,20 @@ export function build(c: RoundTripCase): Built {
     ...(c.maxBatchRows !== undefined ? { maxBatchRows: c.maxBatchRows } : {}),
     ...(c.memLimitFloor !== undefined ? { memLimitFloor: c.memLimitFloor } : {}),
     ...(c.resizeThreshold !== undefined ? { resizeThreshold: c.resizeThreshold } : {}),
+    // the sort writer's page and block sizes, derived from mapId so that the columnar writer's cases stay as they were:
+    // tiny pages and blocks spread rows over many pages and give long values pages and blocks of their own
+    ...SORT_SIZES[c.mapId % SORT_SIZES.length]!,
   };
   return { schema, batches, options };
 }
+
+const SORT_SIZES: readonly { pageBytes?: number; blockBytes?: number }[] = [
+  {},
+  { pageBytes: 256, blockBytes: 64 },
+  { pageBytes: 4096, blockBytes: 1024 },
+  { pageBytes: 65536 },
+  { blockBytes: 200 },
+];
 
 /** A valid partition-id column: values in [0, n), no nulls (optionally with an all-set bitmap). */
 function pidColumn(type: DataType, rows: number, n: number, rng: Rng, withBitmap: boolean) {

@@ -10,8 +10,9 @@ import { decompressFrameSync } from 'lz4-napi';
 import * as zstd from 'zstd-napi';
 import { CompressionType, compressionRegistry, tableFromIPC, type RecordBatch, type Schema } from 'apache-arrow';
 import { ShuffleReader } from '../../src/reader/shuffle-reader.js';
-import { ShuffleWriter } from '../../src/writer/shuffle-writer.js';
-import type { ShuffleWriteResult, ShuffleWriterOptions } from '../../src/writer/writer-options.js';
+import type { SortShuffleWriterOptions } from '../../src/sort-writer/sort-shuffle-writer.js';
+import { createShuffleWriter, type WriterKind } from '../../src/writer-kind.js';
+import type { ShuffleWriteResult } from '../../src/writer/writer-options.js';
 import { ReferencePartitioner } from './reference-partitioner.js';
 import { rowsOf } from './rows.js';
 
@@ -23,7 +24,7 @@ export async function removeDir(dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
 }
 
-export type WriterOptions = Omit<ShuffleWriterOptions, 'outputPrefix'>;
+export type WriterOptions = Omit<SortShuffleWriterOptions, 'outputPrefix'>;
 
 export interface ShuffleOutcome {
   prefix: string;
@@ -41,8 +42,11 @@ export interface ShuffleOutcome {
   actualBatchRows: number[][];
 }
 
-/** Writes `batches` with a fresh ShuffleWriter under `dir`, then reads every partition back. */
-export async function runShuffle(dir: string, options: WriterOptions, batches: readonly RecordBatch[], name = 'map'): Promise<ShuffleOutcome> {
+/**
+ * Writes `batches` with a fresh writer of kind `writer` (the columnar `hash` writer by
+ * default, or the `sort` writer) under `dir`, then reads every partition back.
+ */
+export async function runShuffle(dir: string, options: WriterOptions, batches: readonly RecordBatch[], name = 'map', writer: WriterKind = 'hash'): Promise<ShuffleOutcome> {
   const prefix = join(dir, name);
   const first = batches[0];
   const schema = options.schema ?? first?.schema;
@@ -61,9 +65,9 @@ export async function runShuffle(dir: string, options: WriterOptions, batches: r
     });
   }
 
-  const writer = await ShuffleWriter.create({ ...options, outputPrefix: prefix });
-  for (const batch of batches) await writer.write(batch);
-  const result = await writer.finish();
+  const mapWriter = await createShuffleWriter(writer, { ...options, outputPrefix: prefix });
+  for (const batch of batches) await mapWriter.write(batch);
+  const result = await mapWriter.finish();
 
   const actual: string[][] = [];
   const actualBatchRows: number[][] = [];

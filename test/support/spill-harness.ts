@@ -26,7 +26,7 @@ import { ShuffleError } from '../../src/errors.js';
 import type { MemoryPool } from '../../src/memory/memory-pool.js';
 import { ShuffleReader } from '../../src/reader/shuffle-reader.js';
 import type { Partitioning } from '../../src/writer/partitioner.js';
-import { ShuffleWriter } from '../../src/writer/shuffle-writer.js';
+import { createShuffleWriter, type WriterKind } from '../../src/writer-kind.js';
 import type { ShuffleWriteResult, ShuffleWriterOptions } from '../../src/writer/writer-options.js';
 import { batchOf, buildColumn, NO_BITMAP, schemaOf, type ColumnSpec, type ValiditySpec } from './columns.js';
 import { Rng } from './random.js';
@@ -200,9 +200,9 @@ export interface SampledRun {
   reservedAfterWrite: number[];
 }
 
-/** Creates a writer, writes every batch (sampling the pool after each), finishes. */
-export async function writeSampled(options: ShuffleWriterOptions & { memoryPool: MemoryPool }, batches: readonly RecordBatch[]): Promise<SampledRun> {
-  const writer = await ShuffleWriter.create(options);
+/** Creates a writer of kind `writer` (default the columnar one), writes every batch (sampling the pool after each), finishes. */
+export async function writeSampled(options: ShuffleWriterOptions & { memoryPool: MemoryPool }, batches: readonly RecordBatch[], writerKind: WriterKind = 'hash'): Promise<SampledRun> {
+  const writer = await createShuffleWriter(writerKind, options);
   const reservedAfterWrite: number[] = [];
   for (const batch of batches) {
     await writer.write(batch);

@@ -1,0 +1,551 @@
+import { tmpdir } from 'node:os';
+import { Schema, type RecordBatch } from 'apache-arrow';
+import { ShuffleError } from '../errors.js';
+import { codecByName, type Codec, type CodecName } from '../format/codec.js';
+import { assertDirectory, DataFileWriter } from '../format/output-files.js';
+import { MemoryPool, type MemoryReservation, type Reclaimable } from '../memory/memory-pool.js';
+import { SpillFile } from '../spill/spill-file.js';
+import { columnIndex, createPartitioner, type Partitioner } from '../writer/partitioner.js';
+import { PartitionRows } from '../writer/partition-rows.js';
+import { sameSchema } from '../writer/same-schema.js';
+import { prepareSourceColumn } from '../writer/source-column.js';
+import { columnLayoutOf, type ColumnLayout } from '../writer/column-layout.js';
+import {
+  DEFAULT_COMPRESSION_MIN_ROWS,
+  DEFAULT_MAX_BATCH_ROWS,
+  validateOptions,
+  type ShuffleWriteResult,
+  type ShuffleWriterOptions,
+} from '../writer/writer-options.js';
+import { BlockWriter } from './block-writer.js';
+import { align4 } from './copy-bytes.js';
+import { MAX_PAGE_OFFSET, MAX_PARTITIONS, packHi, packLo, POINTER_SLOT_BYTES, PointerArray } from './packed-pointer.js';
+import { RowEncoder } from './row-encoder.js';
+import { encodeRowPartitionHeader } from './row-format.js';
+import { rowLayoutOf } from './row-layout.js';
+import { RowPartitionMerger } from './row-merge.js';
+import { RowPages } from './row-pages.js';
+
+/**
+ * Options of the sort writer: those of ShuffleWriter (the hash-writer-only
+ * ones, memLimitFloor, resizeThreshold and mergeThreshold, are ignored;
+ * maxBatchRows caps the rows of a block, compressionMinRows applies to
+ * blocks smaller than 4 KiB), plus the sizes of its pages and blocks.
+ */
+export interface SortShuffleWriterOptions extends ShuffleWriterOptions {
+  /** Bytes of a row page (default: 1/16 of the writer's memory share, between 16 KiB and 4 MiB; at most 128 MiB). */
+  pageBytes?: number;
+  /** Most bytes of rows per compressed block (default: 1/64 of the memory share, between 4 KiB and 256 KiB). */
+  blockBytes?: number;
+}
+
+/** Pointer slots allocated first (a quarter of spark.shuffle.sort.initialBufferSize: ours are 16 bytes with the sort scratch, and small pools matter). */
+const INITIAL_POINTERS = 1024;
+/** Per input row of a batch: partition id, key hash, row size, row start, variable-section cursor, placement order. */
+const SCRATCH_BYTES_PER_ROW = 24;
+/** Up to this many partitions, rows are placed in pages grouped by partition (appendRows). */
+const MAX_GROUPED_PARTITIONS = 1 << 16;
+
+/** What PartitionRows' per-partition arrays take (offsets, used partitions, cursors). */
+function groupBytes(numPartitions: number): number {
+  return 12 * (numPartitions + 1);
+}
+const EMPTY: Uint8Array = new Uint8Array(0);
+
+type WriterState = 'open' | 'finishing' | 'finished' | 'aborted';
+
+/**
+ * The sort-based row shuffle writer, after Spark's UnsafeShuffleWriter and
+ * Gluten's VeloxSortShuffleWriter: every input row is encoded into a compact
+ * binary row (row-layout.ts) appended to a pooled page; a packed pointer
+ * (partition | page | offset) per row goes into a pointer array. When memory
+ * runs short, and at `finish()`, the pointers are radix-sorted on their
+ * partition bits and the rows copied out, partition by partition, into
+ * compressed blocks (row-format.ts): into a new run of the spill file, or,
+ * at the end, straight into the data file after each partition's spilled
+ * blocks. The output has the columnar writer's files (data, Spark index,
+ * CRC32C checksums, the same atomic commit); only the partitions' bytes
+ * differ, and ShuffleReader reads both.
+ *
+ * Compared with the columnar writer, its per-partition state is nothing but
+ * a counter, so its cost hardly grows with the partition count (Gluten uses
+ * it from 4000 partitions on); the price is a copy per row in and out of the
+ * row format.
+ *
+ * Memory: pages, the pointer array (with its sort scratch), per-batch
+ * scratch and the block writer's arena and compression outputs are reserved
+ * in the pool before they are allocated; the writer is the pool's
+ * `Reclaimable` and never holds more than it is granted. When a page or a
+ * larger pointer array is refused, it spills its rows and reuses its pages.
+ *
+ * Protocol: `await SortShuffleWriter.create(options)`, any number of
+ * `await write(batch)` (one at a time), then `await finish()` once, or
+ * `await abort()` at any point. After either, the writer refuses every call.
+ */
+export class SortShuffleWriter implements Reclaimable {
+  private state: WriterState = 'open';
+  /** a spill asked for by another consumer failed: rows may be lost, the writer must not finish */
+  private failure: unknown = null;
+  private readonly numPartitions: number;
+  private readonly options: SortShuffleWriterOptions;
+  private readonly codecName: CodecName;
+  private readonly codec: Codec | null;
+  private readonly spillDir: string;
+  private readonly output: DataFileWriter;
+  private readonly reservation: MemoryReservation;
+  private readonly pages: RowPages;
+  private readonly pointers = new PointerArray();
+  private readonly blockBytes: number;
+  private readonly mergeBufferBytes: number;
+  private blockWriter: BlockWriter | null = null;
+  private blockWriterBytes = 0;
+  private spillFile: SpillFile | null = null;
+  /** the spill run being written, if any: a second one waits for it */
+  private spilling: Promise<void> | null = null;
+  /** true while write() runs: reclaim leaves the pointer array alone */
+  private writing = false;
+  private inputSchema: Schema | null = null;
+  private lastCheckedSchema: Schema | null = null;
+  private outputSchema: Schema | null = null;
+  private outputColumns: number[] = [];
+  private layouts: ColumnLayout[] = [];
+  private encoder: RowEncoder | null = null;
+  private header = EMPTY;
+  private partitioner: Partitioner | null = null;
+  private scratchRows = 0;
+  private partitionIds = new Uint32Array(0);
+  private rowBytes = new Uint32Array(0);
+  private rowStart = new Uint32Array(0);
+  private varCursor = new Uint32Array(0);
+  /** the batch's rows grouped by partition (placementOrder), or null until the first batch */
+  private groups: PartitionRows | null = null;
+  /** 0, 1, 2, ...: the placement order beyond MAX_GROUPED_PARTITIONS */
+  private identity = new Uint32Array(0);
+  private readonly partitionRows: number[];
+  private readonly partitionBlocks: number[];
+  private totalRows = 0;
+  private totalBatches = 0;
+  private spilledBytes = 0;
+
+  private constructor(options: SortShuffleWriterOptions, output: DataFileWriter) {
+    const pool = options.memoryPool ?? new MemoryPool();
+    const share = options.memLimit ?? (Number.isFinite(pool.limit) ? Math.floor(pool.limit / (options.concurrentTasks ?? 1)) : Number.POSITIVE_INFINITY);
+    this.options = options;
+    this.numPartitions = options.numPartitions;
+    this.codecName = options.codec ?? 'lz4';
+    this.codec = codecByName(this.codecName);
+    this.spillDir = options.spillDir ?? tmpdir();
+    this.output = output;
+    this.reservation = pool.register(`SortShuffleWriter[map ${options.mapId ?? 0}]`, this);
+    this.pages = new RowPages(options.pageBytes ?? clampKiB(share / 16, 16, 4096), this.reservation);
+    this.blockBytes = options.blockBytes ?? clampKiB(share / 64, 4, 256);
+    // the merge's read buffer for spilled blocks, as the columnar writer's: 1 MiB, less in a small pool
+    this.mergeBufferBytes = Number.isFinite(pool.limit) ? Math.min(1 << 20, Math.max(64 << 10, Math.floor(pool.limit / 8))) : 1 << 20;
+    this.partitionRows = new Array<number>(this.numPartitions).fill(0);
+    this.partitionBlocks = new Array<number>(this.numPartitions).fill(0);
+  }
+
+  /** Validates the options, checks the output and spill directories and opens the temporary data file. */
+  static async create(options: SortShuffleWriterOptions): Promise<SortShuffleWriter> {
+    validateOptions(options);
+    validateSortOptions(options);
+    codecByName(options.codec ?? 'lz4');
+    if (options.schema) checkSchema(options.schema, options);
+    if (options.spillDir !== undefined) await assertDirectory(options.spillDir, 'spill');
+    const output = await DataFileWriter.create(options.outputPrefix, options.overwrite ?? false);
+    const writer = new SortShuffleWriter(options, output);
+    if (options.schema) writer.bindSchema(options.schema);
+    return writer;
+  }
+
+  /** The schema of the output partitions (the input's, less a partition-id column). */
+  get schema(): Schema | null {
+    return this.outputSchema;
+  }
+
+  /**
+   * Encodes one batch's rows into the pages. Batches must share the first
+   * batch's schema. A refused batch (schema, partition id) changes nothing and
+   * the writer stays usable; any other failure (memory, disk) aborts the writer.
+   */
+  async write(batch: RecordBatch): Promise<void> {
+    await this.assertUsable('write');
+    if (this.inputSchema === null) this.bindSchema(batch.schema);
+    else if (batch.schema !== this.lastCheckedSchema) {
+      if (!sameSchema(this.inputSchema, batch.schema)) {
+        throw new ShuffleError('CS_SCHEMA_MISMATCH', `batch ${this.totalBatches} has schema ${describe(batch.schema)}, expected ${describe(this.inputSchema)}`);
+      }
+      this.lastCheckedSchema = batch.schema;
+    }
+    this.writing = true;
+    try {
+      if (batch.numRows > 0) {
+        await this.reserveScratch(batch.numRows);
+        // every row's partition first, so a bad partition id refuses the whole batch before anything changes
+        this.partitioner!.computePartitionIds(batch, this.partitionIds, this.totalRows);
+        await this.appendRows(batch);
+        this.totalRows += batch.numRows;
+      }
+      this.totalBatches++;
+    } catch (error) {
+      if (this.state === 'aborted') {
+        throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted while write() was running', {}, { cause: error });
+      }
+      if (error instanceof ShuffleError && error.code === 'CS_PARTITION_ID_OUT_OF_RANGE') throw error;
+      await this.abort();
+      throw error;
+    } finally {
+      this.writing = false;
+    }
+  }
+
+  /** Sorts and writes the rows in memory after each partition's spilled blocks into the data file, writes the index and checksums and commits. */
+  async finish(): Promise<ShuffleWriteResult> {
+    await this.assertUsable('finish');
+    this.state = 'finishing';
+    try {
+      if (this.outputSchema === null) throw new ShuffleError('CS_INVALID_ARGUMENT', 'finish() before any batch: pass `schema` to create() to write an empty output');
+      await this.spilling?.catch(() => undefined); // a spill another consumer asked for may still be running
+      if (this.failure !== null) throw this.failure;
+      this.releaseScratch();
+      let mergeBuffer = EMPTY;
+      if (this.spillFile !== null) {
+        await this.reserveForFinish(this.mergeBufferBytes);
+        mergeBuffer = new Uint8Array(this.mergeBufferBytes);
+      }
+      const merger = new RowPartitionMerger(this.output, this.header, this.spillFile, mergeBuffer, this.partitionRows);
+      if (this.pointers.count > 0) {
+        const sorted = this.pointers.sortByPartition();
+        await this.blockWriter!.writeSorted(sorted, this.pointers.count, this.pages, merger, this.partitionBlocks);
+      }
+      await merger.finish();
+      const { partitionLengths, checksums, bytesWritten } = await this.output.commit();
+      const result: ShuffleWriteResult = {
+        paths: this.output.paths,
+        numPartitions: this.numPartitions,
+        rows: this.totalRows,
+        batches: this.totalBatches,
+        bytesWritten,
+        partitionLengths,
+        partitionRows: [...this.partitionRows],
+        partitionBatches: [...this.partitionBlocks],
+        checksums,
+        spills: this.spillFile?.runCount ?? 0,
+        spilledBytes: this.spilledBytes,
+        peakMemoryBytes: this.reservation.peak,
+      };
+      await this.spillFile?.delete();
+      this.spillFile = null;
+      this.releaseMemory();
+      this.state = 'finished';
+      return result;
+    } catch (error) {
+      await this.abort();
+      throw error;
+    }
+  }
+
+  /** Drops everything, removes temporary and spill files and releases all memory. Safe to call in any state. */
+  async abort(): Promise<void> {
+    if (this.state === 'finished' || this.state === 'aborted') return;
+    this.state = 'aborted';
+    await this.spilling?.catch(() => undefined);
+    await this.spillFile?.delete();
+    this.spillFile = null;
+    await this.output.abort();
+    this.releaseMemory();
+  }
+
+  /**
+   * Gives memory back to the pool: writes the buffered rows out as a spill
+   * run (unless the final pass is already writing them), then drops the
+   * spare pages and, between writes, everything else (the empty pointer
+   * array, the scratch arrays, the block writer: the next write reserves
+   * them again).
+   */
+  async reclaim(requested: number): Promise<number> {
+    void requested; // everything that can go goes: a partial spill would not free whole pages
+    if (this.state !== 'open' && this.state !== 'finishing') return 0;
+    if (this.state === 'open') {
+      try {
+        await this.spill();
+      } catch (error) {
+        this.failure ??= error; // rows left memory without reaching a complete spill run: this writer is done
+        throw error;
+      }
+    }
+    let freed = this.pages.releaseSpares();
+    if (!this.writing && this.state === 'open' && this.pointers.count === 0) {
+      const before = this.reservation.size;
+      this.reservation.shrink(this.pointers.allocatedBytes);
+      this.pointers.release();
+      this.releaseScratch();
+      this.releaseBlockWriter();
+      freed += before - this.reservation.size;
+    }
+    return freed;
+  }
+
+  // ------------------------------------------------------------------------------------------
+
+  /** Encodes the batch's rows into pages, a run of rows per page, and appends their pointers. */
+  /**
+   * Encodes the batch's rows into pages, a run of rows per page, and appends
+   * their pointers. The rows are placed grouped by partition (a counting sort
+   * of the batch, stable): the copy-out then reads each partition's rows of
+   * a batch from one stretch of a page instead of jumping through all of
+   * them, which on these machines costs several times the copy itself
+   * (cache and TLB misses). Order within a partition stays the input order.
+   */
+  private async appendRows(batch: RecordBatch): Promise<void> {
+    const n = batch.numRows;
+    const sources = this.outputColumns.map((c, f) => prepareSourceColumn(batch.data.children[c]!, this.layouts[f]!));
+    const { rowBytes, rowStart, varCursor, partitionIds, pages, pointers } = this;
+    const encoder = this.encoder!;
+    encoder.measure(sources, n, rowBytes, this.totalRows);
+    await this.ensureBlockWriter();
+    const ids = await this.placementOrder(n);
+    for (let k = 0; k < n; ) {
+      // room for more pointers (not necessarily for the whole batch: a small pool spills in between), then for a row
+      if (pointers.count === pointers.capacity) await this.ensurePointerCapacity(n - k);
+      await this.ensureRoom(align4(rowBytes[ids[k]!]!));
+      // from here to the next await nothing else touches the pages or the pointers
+      const number = pages.current;
+      const page = pages.page(number);
+      const begin = pages.offset;
+      const last = Math.min(n, k + pointers.capacity - pointers.count);
+      let at = begin;
+      let j = k;
+      while (j < last && at + align4(rowBytes[ids[j]!]!) <= page.byteLength) {
+        const i = ids[j]!;
+        rowStart[i] = at;
+        at += align4(rowBytes[i]!);
+        j++;
+      }
+      encoder.encode(sources, ids, k, j, page, pages.view(number), rowStart, rowBytes, varCursor);
+      for (let m = k; m < j; m++) {
+        const i = ids[m]!;
+        const p = partitionIds[i]!;
+        pointers.append(packHi(p, number), packLo(number, rowStart[i]!));
+        this.partitionRows[p]!++;
+      }
+      pages.advance(at - begin);
+      k = j;
+    }
+  }
+
+  /**
+   * The batch's row ids grouped by partition (PartitionRows, the columnar
+   * writer's counting sort), or in input order beyond MAX_GROUPED_PARTITIONS
+   * partitions, where a batch has about one row per partition anyway and the
+   * per-partition arrays would cost more than they save.
+   */
+  private async placementOrder(rows: number): Promise<Uint32Array> {
+    if (this.numPartitions > MAX_GROUPED_PARTITIONS) {
+      if (this.identity.length < rows) this.identity = Uint32Array.from({ length: this.scratchRows }, (_, i) => i);
+      return this.identity;
+    }
+    if (this.groups === null) {
+      await this.reservation.grow(groupBytes(this.numPartitions));
+      this.groups = new PartitionRows(this.numPartitions);
+    }
+    // its row-id array grows to at most scratchRows, which the scratch reservation covers
+    this.groups.build(this.partitionIds, rows);
+    return this.groups.rowOffset2RowId;
+  }
+
+  /** Makes the current page one with `bytes` free: a spare, a new page, or, when the pool refuses, the pages emptied by a spill. */
+  private async ensureRoom(bytes: number): Promise<void> {
+    for (;;) {
+      if (this.pages.current >= 0 && this.pages.remaining >= bytes) return;
+      const opened = this.pages.tryOpen(bytes);
+      if (opened === 'ok') return;
+      if (this.pointers.count > 0) {
+        await this.spill();
+        continue;
+      }
+      // nothing of ours to write out: wait for the pool, which may ask other consumers to spill
+      await this.pages.openWaiting(bytes);
+      return;
+    }
+  }
+
+  /**
+   * Room for more pointers, `wanted` at most: the array doubles (or grows to
+   * `wanted` more at once); when the pool refuses, the rows are spilled and
+   * the array is reused, or, if it has no room at all, it waits for the pool.
+   */
+  private async ensurePointerCapacity(wanted: number): Promise<void> {
+    const { pointers } = this;
+    let target = Math.max(Math.min(pointers.count + wanted, pointers.capacity * 4), pointers.capacity * 2, INITIAL_POINTERS);
+    if (!this.reservation.tryGrow(target * POINTER_SLOT_BYTES)) {
+      if (pointers.count > 0) {
+        await this.spill();
+        if (pointers.capacity > 0) return;
+      }
+      target = INITIAL_POINTERS;
+      await this.reservation.grow(target * POINTER_SLOT_BYTES);
+    }
+    const old = pointers.allocatedBytes;
+    pointers.resize(target);
+    this.reservation.shrink(old);
+  }
+
+  /** The block writer and its fixed memory, reserved the first time rows arrive (a spill must not need new memory). */
+  private async ensureBlockWriter(): Promise<void> {
+    if (this.blockWriter !== null) return;
+    const options = {
+      codec: this.codec,
+      blockBytes: this.blockBytes,
+      maxRows: this.options.maxBatchRows ?? DEFAULT_MAX_BATCH_ROWS,
+      compressionMinRows: this.options.compressionMinRows ?? DEFAULT_COMPRESSION_MIN_ROWS,
+    };
+    const bytes = BlockWriter.bytesFor(options);
+    await this.reservation.grow(bytes);
+    this.blockWriter = new BlockWriter(options, this.reservation);
+    this.blockWriterBytes = bytes;
+  }
+
+  private releaseBlockWriter(): void {
+    this.reservation.shrink(this.blockWriterBytes);
+    this.blockWriterBytes = 0;
+    this.blockWriter = null;
+  }
+
+  /**
+   * Writes every buffered row out as one partition-ordered run of the spill
+   * file (Spark's ShuffleExternalSorter.spill); the pages become spares. A
+   * spill asked for while one runs waits for it.
+   */
+  private async spill(): Promise<void> {
+    while (this.spilling !== null) await this.spilling.catch(() => undefined);
+    if (this.pointers.count === 0) return;
+    const run = this.writeSpillRun();
+    this.spilling = run;
+    try {
+      await run;
+    } finally {
+      this.spilling = null;
+    }
+  }
+
+  private async writeSpillRun(): Promise<void> {
+    this.spillFile ??= await SpillFile.create(this.spillDir);
+    const file = this.spillFile;
+    const sorted = this.pointers.sortByPartition();
+    file.beginRun();
+    try {
+      await this.blockWriter!.writeSorted(sorted, this.pointers.count, this.pages, {
+        write: (p, chunks) => file.writeSegment(p, chunks),
+        flush: () => file.flushRun(),
+      }, this.partitionBlocks);
+      this.spilledBytes += file.endRun();
+    } catch (error) {
+      file.abandonRun();
+      throw error;
+    }
+    this.pointers.count = 0;
+    this.pages.reset();
+  }
+
+  /** Reserves `bytes` at finish, making room from spare pages, then by spilling the rows in memory, if the pool is short. */
+  private async reserveForFinish(bytes: number): Promise<void> {
+    if (this.reservation.tryGrow(bytes)) return;
+    this.pages.releaseSpares();
+    if (this.reservation.tryGrow(bytes)) return;
+    if (this.pointers.count > 0) {
+      await this.spill();
+      this.pages.releaseSpares();
+    }
+    await this.reservation.grow(bytes);
+  }
+
+  /** Reserves and grows the per-row scratch arrays. */
+  private async reserveScratch(rows: number): Promise<void> {
+    if (rows <= this.scratchRows) return;
+    const grown = Math.max(rows, this.scratchRows * 2);
+    await this.reservation.grow((grown - this.scratchRows) * SCRATCH_BYTES_PER_ROW);
+    this.scratchRows = grown;
+    this.partitionIds = new Uint32Array(grown);
+    this.rowBytes = new Uint32Array(grown);
+    this.rowStart = new Uint32Array(grown);
+    this.varCursor = new Uint32Array(grown);
+  }
+
+  private releaseScratch(): void {
+    this.reservation.shrink(this.scratchRows * SCRATCH_BYTES_PER_ROW);
+    if (this.groups !== null) this.reservation.shrink(groupBytes(this.numPartitions));
+    this.groups = null;
+    this.identity = new Uint32Array(0);
+    this.scratchRows = 0;
+    this.partitionIds = new Uint32Array(0);
+    this.rowBytes = new Uint32Array(0);
+    this.rowStart = new Uint32Array(0);
+    this.varCursor = new Uint32Array(0);
+  }
+
+  /** Drops every buffer and leaves the pool. */
+  private releaseMemory(): void {
+    this.pages.releaseAll();
+    this.pointers.release();
+    this.pointers.count = 0;
+    this.blockWriter = null;
+    this.groups = null;
+    this.reservation.free();
+  }
+
+  private async assertUsable(action: string): Promise<void> {
+    if (this.state !== 'open') {
+      throw new ShuffleError('CS_WRITER_CLOSED', `cannot ${action}: the writer is ${this.state}`);
+    }
+    if (this.failure !== null) {
+      const failure = this.failure;
+      await this.abort();
+      throw failure;
+    }
+  }
+
+  private bindSchema(schema: Schema): void {
+    checkSchema(schema, this.options);
+    const pidColumn = this.options.partitioning.kind === 'partition-id' ? columnIndex(schema, this.options.partitioning.column) : -1;
+    this.outputColumns = schema.fields.map((_, i) => i).filter((i) => i !== pidColumn);
+    const outputFields = this.outputColumns.map((i) => schema.fields[i]!);
+    this.layouts = outputFields.map((field) => columnLayoutOf(field));
+    this.encoder = new RowEncoder(rowLayoutOf(outputFields));
+    this.partitioner = createPartitioner(this.options.partitioning, schema, this.numPartitions, this.options.mapId ?? 0);
+    this.inputSchema = schema;
+    this.lastCheckedSchema = schema;
+    this.outputSchema = pidColumn < 0 ? schema : new Schema(outputFields, schema.metadata);
+    this.header = encodeRowPartitionHeader(this.outputSchema, this.codecName);
+  }
+}
+
+/** A byte size in KiB steps, between `min` and `max` KiB. */
+function clampKiB(bytes: number, minKiB: number, maxKiB: number): number {
+  return Math.min(maxKiB, Math.max(minKiB, Math.floor(bytes / 1024))) * 1024;
+}
+
+function validateSortOptions(options: SortShuffleWriterOptions): void {
+  if (options.numPartitions > MAX_PARTITIONS) {
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `the sort writer's pointers hold 24-bit partition ids: numPartitions must be at most ${MAX_PARTITIONS}, got ${options.numPartitions}`);
+  }
+  const size = (name: string, value: number | undefined, max: number) => {
+    if (value !== undefined && !(Number.isInteger(value) && value % 4 === 0 && value >= 64 && value <= max)) {
+      throw new ShuffleError('CS_INVALID_ARGUMENT', `${name} must be a multiple of 4 in [64, ${max}], got ${String(value)}`);
+    }
+  };
+  size('pageBytes', options.pageBytes, MAX_PAGE_OFFSET + 1);
+  size('blockBytes', options.blockBytes, 1 << 30);
+}
+
+/** Everything about a schema that can be refused before any data is touched. */
+function checkSchema(schema: Schema, options: Pick<ShuffleWriterOptions, 'partitioning' | 'numPartitions'>): void {
+  if (schema.fields.length === 0) throw new ShuffleError('CS_INVALID_ARGUMENT', 'the input has no columns (an empty schema)');
+  const pidColumn = options.partitioning.kind === 'partition-id' ? columnIndex(schema, options.partitioning.column) : -1;
+  rowLayoutOf(schema.fields.filter((_, i) => i !== pidColumn));
+  createPartitioner(options.partitioning, schema, options.numPartitions, 0);
+}
+
+function describe(schema: Schema): string {
+  return `{${schema.fields.map((f) => `${f.name}: ${String(f.type)}${f.nullable ? '' : ' not null'}`).join(', ')}}`;
+}
