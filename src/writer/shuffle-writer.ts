@@ -16,6 +16,7 @@ import { sameSchema } from './same-schema.js';
 import { prepareSourceColumn, type SourceColumn } from './source-column.js';
 import { binaryBytesOf } from './split-binary.js';
 import { splitColumn } from './split-column.js';
+import { warmSource } from './warm-source.js';
 import {
   DEFAULT_COMPRESSION_MIN_ROWS,
   DEFAULT_MAX_BATCH_ROWS,
@@ -98,6 +99,8 @@ export class ShuffleWriter implements Reclaimable {
   private totalBatches = 0;
   /** per output column: binary bytes seen so far, for the running average in bytesPerRow */
   private binaryBytesSeen: number[] = [];
+  /** what warmSource read: kept so the reads are not optimized away */
+  private warmth = 0;
 
   private constructor(options: ShuffleWriterOptions, output: DataFileWriter) {
     const pool = options.memoryPool ?? new MemoryPool();
@@ -427,6 +430,7 @@ export class ShuffleWriter implements Reclaimable {
     const rows = this.rows;
     const used = rows.usedPartitions.subarray(0, rows.usedCount);
     const sources = this.outputColumns.map((i, c) => prepareSourceColumn(batch.data.children[i]!, this.layouts[c]!));
+    for (const src of sources) this.warmth ^= warmSource(src);
     this.preferredRows = this.preferredCapacity(sources, numRows);
     for (const p of used) this.pinned[p] = 1;
     try {
