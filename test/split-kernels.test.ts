@@ -6,6 +6,8 @@ import type { SourceColumn } from '../src/writer/source-column.js';
 import { gatherBits } from '../src/writer/split-bits.js';
 import { splitBinary } from '../src/writer/split-binary.js';
 import { splitFixedWidth } from '../src/writer/split-fixed-width.js';
+import { pmod } from '../src/writer/murmur3.js';
+import { pmodInto } from '../src/writer/partitioner.js';
 import { Rng } from './support/random.js';
 
 /**
@@ -130,4 +132,18 @@ test('splitFixedWidth: every width, aligned and unaligned sources', () => {
       }
     }
   }
+});
+
+test('pmodInto equals pmod for every hash, including the extremes, for small and huge partition counts', () => {
+  const extremes = [0, 1, -1, 2147483647, -2147483648, -2147483647, 199, 200, -199, -200, -201];
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 2147483647 }), fc.array(fc.integer({ min: -2147483648, max: 2147483647 }), { maxLength: 200 }), (n, random) => {
+      const multiples = [1, 2, 3, 1000].flatMap((k) => [k * n, -k * n, k * n - 1, -k * n + 1]).filter((h) => h >= -2147483648 && h <= 2147483647);
+      const hashes = Int32Array.from([...extremes, ...multiples, ...random]);
+      const ids = new Uint32Array(hashes.length);
+      pmodInto(hashes, hashes.length, n, ids);
+      expect([...ids]).toEqual([...hashes].map((h) => pmod(h, n)));
+    }),
+    { numRuns: 2000 },
+  );
 });
