@@ -4,6 +4,7 @@ import type { SourceColumn } from './source-column.js';
 import { countZeroBits, setBits } from './split-bits.js';
 
 const EMPTY = new Uint8Array(0);
+const EMPTY_VIEW = new DataView(EMPTY.buffer);
 
 /** How many bytes a buffer of `rows` rows takes for this layout, rounded up to whole 32-bit words. */
 function valuesBytes(layout: ColumnLayout, rows: number): number {
@@ -39,6 +40,8 @@ export class ColumnBuffer {
   values32: Int32Array = new Int32Array(0);
   /** binary value bytes; dataLength of them are used */
   data: Uint8Array = EMPTY;
+  /** the same bytes as a DataView, for the word copies of splitBinary */
+  dataView: DataView = EMPTY_VIEW;
   dataLength = 0;
 
   constructor(layout: ColumnLayout) {
@@ -92,7 +95,7 @@ export class ColumnBuffer {
     const bytes = this.allocatedBytes;
     this.validity = null;
     this.setValues(EMPTY);
-    this.data = EMPTY;
+    this.setData(EMPTY);
     this.dataLength = 0;
     return bytes;
   }
@@ -113,7 +116,7 @@ export class ColumnBuffer {
     if (this.layout.kind === 'binary') {
       const data = new Uint8Array(Math.max(dataBytes, this.dataLength));
       data.set(this.data.subarray(0, this.dataLength));
-      this.data = data;
+      this.setData(data);
     }
   }
 
@@ -137,7 +140,7 @@ export class ColumnBuffer {
     if (bytes > 0x7fffffff) throw new RangeError('a partition buffer would hold more than 2 GiB of binary data');
     const data = new Uint8Array(bytes);
     data.set(this.data.subarray(0, this.dataLength));
-    this.data = data;
+    this.setData(data);
   }
 
   /** Forgets the rows (after they became a payload); buffers are kept for reuse. */
@@ -172,6 +175,11 @@ export class ColumnBuffer {
         buffers.push(take(this.data, this.dataLength));
         break;
     }
+  }
+
+  private setData(data: Uint8Array): void {
+    this.data = data;
+    this.dataView = new DataView(data.buffer, data.byteOffset, data.byteLength);
   }
 
   private setValues(values: Uint8Array): void {
