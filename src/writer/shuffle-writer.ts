@@ -244,43 +244,64 @@ export class ShuffleWriter implements Reclaimable {
   /**
    * Gives memory back to the pool (Gluten's reclaimFixedSize), in this order:
    * write every cached payload, in partition order, as a new run of the spill
-   * file; then shrink the partition buffers with the most unused capacity to
-   * what they hold; then evict partition and merge buffers, largest first, into
-   * the spill file (compressed where the pool has room for the output, stored
+   * file, and with them the merge buffers' parked rows (Gluten drains its
+   * payload merger in the same step), largest first; then shrink the partition
+   * buffers with the most unused capacity to what they hold; then evict
+   * partition buffers, largest first. Evicted buffers go into the same spill
+   * run (compressed where the pool has room for the output, stored
    * uncompressed otherwise). The partitions the current chunk is being split
    * into are never touched.
+   *
+   * Merge buffers go before shrinking because shrinking frees capacity the
+   * next batch needs again: under a tight limit every reclaim cut all
+   * partition buffers down and the next split grew them back (two
+   * allocations per column and partition per reclaim).
    */
   async reclaim(requested: number): Promise<number> {
     if (this.state !== 'open' && this.state !== 'finishing') return 0;
     // free at least half of what this writer holds: a little headroom saves many tiny spills
     const bytes = Math.max(requested, Math.floor(this.reservation.size / 2));
     await Promise.all(this.inFlight);
-    // one spill run per reclaim: the cached payloads, plus evicted buffers if shrinking is not enough
-    const cached = this.store.memoryBytes;
-    let freed = cached < bytes ? this.shrinkBuffers(bytes - cached) : 0;
-    if (cached + freed >= bytes) return freed + (await this.store.spill());
+    // From here on nothing awaits until the chosen buffers are detached: the writer (which may be
+    // running between our awaits when another writer asked for memory) can then no longer touch them.
     // Partition buffers the current chunk relies on are pinned; merge buffers are not used by the
-    // split, so only the one being appended to or emitted right now is off limits. The chosen
-    // buffers are detached synchronously, before any await, so the writer (which may be running
-    // between our awaits when another writer asked for memory) can no longer touch them.
-    const candidates = [...this.buffers.keys()]
-      .map((p) => ({
-        p,
-        buffer: this.pinned[p] === 0 && this.buffers[p]?.busy === 0 ? this.buffers[p] : undefined,
-        merged: p !== this.mergeBusy && this.merged[p]?.busy === 0 ? this.merged[p] : undefined,
-      }))
-      .filter((c) => c.buffer !== undefined || c.merged !== undefined)
-      .map((c) => ({ ...c, held: bufferBytes(c.buffer) + bufferBytes(c.merged) }))
-      .sort((a, b) => b.held - a.held);
+    // split, so only the one being appended to or emitted right now is off limits.
+    let planned = this.store.memoryBytes;
     const detached: { p: number; merged: PartitionBuffer | undefined; buffer: PartitionBuffer | undefined }[] = [];
-    let planned = cached + freed;
-    for (const { p, buffer, merged, held } of candidates) {
-      if (planned >= bytes) break;
-      planned += held;
-      if (buffer !== undefined) this.buffers[p] = undefined;
-      if (merged !== undefined) this.merged[p] = undefined;
-      detached.push({ p, merged, buffer });
+    if (planned < bytes) {
+      const merges = [...this.merged.keys()]
+        .filter((p) => p !== this.mergeBusy && this.merged[p] !== undefined && this.merged[p]!.busy === 0 && this.merged[p]!.filled > 0)
+        .map((p) => ({ p, held: bufferBytes(this.merged[p]) }))
+        .sort((a, b) => b.held - a.held);
+      for (const { p, held } of merges) {
+        if (planned >= bytes) break;
+        planned += held;
+        detached.push({ p, merged: this.merged[p], buffer: undefined });
+        this.merged[p] = undefined;
+      }
     }
+    let freed = planned < bytes ? this.shrinkBuffers(bytes - planned) : 0;
+    planned += freed;
+    if (planned < bytes) {
+      const buffers = [...this.buffers.keys()]
+        .filter((p) => this.pinned[p] === 0 && this.buffers[p] !== undefined && this.buffers[p]!.busy === 0)
+        .map((p) => ({ p, held: bufferBytes(this.buffers[p]) }))
+        .sort((a, b) => b.held - a.held);
+      for (const { p, held } of buffers) {
+        if (planned >= bytes) break;
+        // a partition's rows must reach the spill in order: its parked (older) rows go with it
+        const merged = this.merged[p];
+        const parked = merged !== undefined && merged.filled > 0;
+        if (parked && (p === this.mergeBusy || merged.busy > 0)) continue;
+        planned += held + (parked ? bufferBytes(merged) : 0);
+        const entry = detached.find((d) => d.p === p);
+        if (entry !== undefined) entry.buffer = this.buffers[p];
+        else detached.push({ p, merged: parked ? merged : undefined, buffer: this.buffers[p] });
+        if (parked) this.merged[p] = undefined;
+        this.buffers[p] = undefined;
+      }
+    }
+    if (detached.length === 0) return freed + (await this.store.spill());
     // Evicted partitions are compressed where the pool has room for the output (reserved until the
     // spill run is on disk) and stored uncompressed where it has not.
     const extra = new Map<number, ExtraMessages>();
