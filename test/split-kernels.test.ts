@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
+import { appendColumn } from '../src/writer/append-column.js';
 import { ColumnBuffer } from '../src/writer/column-buffer.js';
 import type { ColumnLayout } from '../src/writer/column-layout.js';
 import type { SourceColumn } from '../src/writer/source-column.js';
@@ -146,4 +147,58 @@ test('pmodInto equals pmod for every hash, including the extremes, for small and
     }),
     { numRuns: 2000 },
   );
+});
+
+test('appendColumn: every layout, onto a buffer already holding rows at an odd bit position', () => {
+  const layouts: ColumnLayout[] = [
+    { kind: 'fixed-width', byteWidth: 1 },
+    { kind: 'fixed-width', byteWidth: 8 },
+    { kind: 'fixed-width', byteWidth: 3 },
+    { kind: 'bool' },
+    { kind: 'binary', offsetWidth: 4 },
+    { kind: 'binary', offsetWidth: 8 },
+  ];
+  const identity = Uint32Array.from({ length: 64 }, (_, i) => i);
+  for (const layout of layouts) {
+    for (const nulls of [false, true]) {
+      const rng = new Rng(layouts.indexOf(layout) * 2 + (nulls ? 1 : 0));
+      // reference rows: [valid, bytes]
+      const make = (n: number) => Array.from({ length: n }, () => ({ valid: !nulls || rng.int(0, 3) > 0, bytes: Uint8Array.from({ length: layout.kind === 'binary' ? rng.int(0, 12) : layout.kind === 'bool' ? 1 : layout.byteWidth }, () => (layout.kind === 'bool' ? rng.int(0, 1) : rng.int(0, 255))) }));
+      const fill = (rows: ReturnType<typeof make>) => {
+        const b = new ColumnBuffer(layout);
+        b.resize(64, 0, 1024);
+        if (nulls) b.ensureValidity(64);
+        rows.forEach((row, i) => {
+          if (!row.valid) b.validity![i >>> 3]! &= ~(1 << (i & 7));
+          if (layout.kind === 'fixed-width') b.values.set(row.bytes, i * layout.byteWidth);
+          else if (layout.kind === 'bool') b.values[i >>> 3] = (b.values[i >>> 3]! & ~(1 << (i & 7))) | (row.bytes[0]! << (i & 7));
+          else if (layout.kind === 'binary') {
+            const stride = layout.offsetWidth === 8 ? 2 : 1;
+            b.data.set(row.bytes, b.dataLength);
+            b.dataLength += row.bytes.byteLength;
+            b.values32[(i + 1) * stride] = b.dataLength;
+          }
+        });
+        return b;
+      };
+      const first = make(13);
+      const second = make(30);
+      const dst = fill(first);
+      appendColumn(fill(second), second.length, dst, first.length, 64, identity);
+      const all = [...first, ...second];
+      all.forEach((row, i) => {
+        const valid = dst.validity === null || ((dst.validity[i >>> 3]! >>> (i & 7)) & 1) === 1;
+        expect(valid, `${layout.kind} row ${i} validity`).toBe(row.valid);
+        let bytes: number[];
+        if (layout.kind === 'fixed-width') bytes = [...dst.values.subarray(i * layout.byteWidth, (i + 1) * layout.byteWidth)];
+        else if (layout.kind === 'bool') bytes = [(dst.values[i >>> 3]! >>> (i & 7)) & 1];
+        else {
+          const stride = layout.offsetWidth === 8 ? 2 : 1;
+          bytes = [...dst.data.subarray(dst.values32[i * stride]!, dst.values32[(i + 1) * stride]!)];
+          expect(layout.offsetWidth === 8 ? dst.values32[(i + 1) * 2 + 1] : 0).toBe(0);
+        }
+        expect(bytes, `${layout.kind} row ${i}`).toEqual([...row.bytes]);
+      });
+    }
+  }
 });

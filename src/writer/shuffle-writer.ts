@@ -17,6 +17,7 @@ import { prepareSourceColumn, type SourceColumn } from './source-column.js';
 import { binaryBytesOf } from './split-binary.js';
 import { splitColumn } from './split-column.js';
 import { warmSource } from './warm-source.js';
+import { appendColumn } from './append-column.js';
 import {
   DEFAULT_COMPRESSION_MIN_ROWS,
   DEFAULT_MAX_BATCH_ROWS,
@@ -667,7 +668,7 @@ export class ShuffleWriter implements Reclaimable {
       merged.capacity = capacity;
       this.reservation.shrink(before);
     }
-    merged.columns.forEach((column, c) => splitColumn(sources[c]!, this.identity, 0, rows, column, merged!.filled, merged!.capacity));
+    merged.columns.forEach((column, c) => appendColumn(buffer.columns[c]!, rows, column, merged!.filled, merged!.capacity, this.identity));
     merged.filled += rows;
     for (const column of buffer.columns) column.clear();
     buffer.filled = 0;
