@@ -163,7 +163,7 @@ test('appendColumn: every layout, onto a buffer already holding rows at an odd b
     for (const nulls of [false, true]) {
       const rng = new Rng(layouts.indexOf(layout) * 2 + (nulls ? 1 : 0));
       // reference rows: [valid, bytes]
-      const make = (n: number) => Array.from({ length: n }, () => ({ valid: !nulls || rng.int(0, 3) > 0, bytes: Uint8Array.from({ length: layout.kind === 'binary' ? rng.int(0, 12) : layout.kind === 'bool' ? 1 : layout.byteWidth }, () => (layout.kind === 'bool' ? rng.int(0, 1) : rng.int(0, 255))) }));
+      const make = (n: number) => Array.from({ length: n }, () => ({ valid: !nulls || rng.int(0, 3) > 0, bytes: Uint8Array.from({ length: layout.kind === 'binary' ? rng.int(0, 12) : layout.kind === 'bool' ? 1 : (layout as { byteWidth: number }).byteWidth }, () => (layout.kind === 'bool' ? rng.int(0, 1) : rng.int(0, 255))) }));
       const fill = (rows: ReturnType<typeof make>) => {
         const b = new ColumnBuffer(layout);
         b.resize(64, 0, 1024);
@@ -193,9 +193,9 @@ test('appendColumn: every layout, onto a buffer already holding rows at an odd b
         if (layout.kind === 'fixed-width') bytes = [...dst.values.subarray(i * layout.byteWidth, (i + 1) * layout.byteWidth)];
         else if (layout.kind === 'bool') bytes = [(dst.values[i >>> 3]! >>> (i & 7)) & 1];
         else {
-          const stride = layout.offsetWidth === 8 ? 2 : 1;
+          const stride = (layout as { offsetWidth: number }).offsetWidth === 8 ? 2 : 1;
           bytes = [...dst.data.subarray(dst.values32[i * stride]!, dst.values32[(i + 1) * stride]!)];
-          expect(layout.offsetWidth === 8 ? dst.values32[(i + 1) * 2 + 1] : 0).toBe(0);
+          expect((layout as { offsetWidth: number }).offsetWidth === 8 ? dst.values32[(i + 1) * 2 + 1] : 0).toBe(0);
         }
         expect(bytes, `${layout.kind} row ${i}`).toEqual([...row.bytes]);
       });
