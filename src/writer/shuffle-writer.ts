@@ -271,7 +271,7 @@ export class ShuffleWriter implements Reclaimable {
     const detached: { p: number; merged: PartitionBuffer | undefined; buffer: PartitionBuffer | undefined }[] = [];
     if (planned < bytes) {
       const merges = [...this.merged.keys()]
-        .filter((p) => p !== this.mergeBusy && this.merged[p] !== undefined && this.merged[p]!.busy === 0 && this.merged[p]!.filled > 0)
+        .filter((p) => p !== this.mergeBusy && this.merged[p] !== undefined && this.merged[p]!.busy === 0)
         .map((p) => ({ p, held: bufferBytes(this.merged[p]) }))
         .sort((a, b) => b.held - a.held);
       for (const { p, held } of merges) {
