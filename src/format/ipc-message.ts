@@ -61,6 +61,8 @@ export interface FieldNodeInfo {
 export interface EncodedMessage {
   chunks: Uint8Array[];
   byteLength: number;
+  /** bytes of ArrayBuffers the message keeps alive, when more than byteLength (an arena with slack) */
+  heldBytes?: number;
 }
 
 const ZEROS = new Uint8Array(8);
@@ -186,6 +188,123 @@ export function encodeRecordBatchHeader(
     i64(pos + 8, regions[i + 1]!);
   }
   return framed;
+}
+
+/** Most bytes `encodeRecordBatchPayload` puts in its arena for body buffers of `rawBytes` bytes in all, `count` of them. */
+export function payloadArenaBound(rawBytes: number, count: number): number {
+  return rawBytes + count * (PREFIX_BYTES + 7);
+}
+
+/**
+ * Like `encodeRecordBatchMessage`, but the body lives in one new ArrayBuffer
+ * (the arena) and the message is two chunks, header and body. `buffers` are
+ * copied into the arena before this returns, so the caller may reuse them at
+ * once; compression then runs on the arena's copies and its output replaces
+ * them in place.
+ *
+ * A cached payload used to keep ten to twenty small objects alive (length
+ * prefixes, frame pieces, views, the compressor's output buffers) until the
+ * final merge; they survived young-generation collections and made each one
+ * copy megabytes. Now it keeps the arena and the header.
+ *
+ * Arena layout while compressing: one slot per non-empty buffer, in body
+ * order, each `8 (prefix) + length + padding to 8`, the raw bytes after the
+ * prefix. Afterwards the body is compacted towards the front: each buffer's
+ * prefix, then its compressed frame (shorter than the raw bytes) or its raw
+ * bytes, then zero padding. Worked example, two buffers of 20 and 100 bytes,
+ * the second compressing to 30:
+ *
+ * ```text
+ * slots   [0, 8+20+4 = 32)  [32, 32+8+100+4 = 144)
+ * body    [0, 32): prefix -1, 20 raw bytes, 4 zeros
+ *         [32, 72): prefix 100, 30 bytes of frame, 2 zeros   (moved left from 144 as the slot allows)
+ * ```
+ * No write ever passes the start of a later slot, so the raw bytes still to
+ * be moved are never overwritten. Without a codec the arena is the body as it
+ * stands (no prefixes).
+ */
+export function encodeRecordBatchPayload(
+  rows: number,
+  nodes: readonly FieldNodeInfo[],
+  buffers: readonly Uint8Array[],
+  codec: Codec | null,
+  advisor?: CompressionPolicy,
+): Promise<EncodedMessage> {
+  const prefix = codec === null ? 0 : PREFIX_BYTES;
+  const slots: number[] = [];
+  let arenaBytes = 0;
+  for (const b of buffers) {
+    slots.push(arenaBytes);
+    if (b.byteLength > 0) arenaBytes += prefix + b.byteLength + padding8(b.byteLength);
+  }
+  const arena = new Uint8Array(arenaBytes);
+  buffers.forEach((b, i) => arena.set(b, slots[i]! + prefix));
+  if (codec === null) {
+    const regions: number[] = [];
+    buffers.forEach((b, i) => regions.push(slots[i]!, b.byteLength));
+    const framed = encodeRecordBatchHeader(rows, nodes, regions, null, arenaBytes);
+    return Promise.resolve({ chunks: [framed, arena], byteLength: framed.byteLength + arenaBytes });
+  }
+  return compressArena(rows, nodes, buffers.map((b) => b.byteLength), slots, arena, codec, advisor);
+}
+
+async function compressArena(
+  rows: number,
+  nodes: readonly FieldNodeInfo[],
+  lengths: readonly number[],
+  slots: readonly number[],
+  arena: Uint8Array,
+  codec: Codec,
+  advisor: CompressionPolicy | undefined,
+): Promise<EncodedMessage> {
+  const outcomes = await Promise.all(
+    lengths.map(async (length, position) => {
+      if (length === 0 || !(advisor?.shouldCompress(position) ?? true)) return null;
+      const raw = arena.subarray(slots[position]! + PREFIX_BYTES, slots[position]! + PREFIX_BYTES + length);
+      const pieces = await codec.compress(raw);
+      let bytes = 0;
+      for (const piece of pieces) bytes += piece.byteLength;
+      advisor?.record(position, length, bytes);
+      return bytes < length ? pieces : null;
+    }),
+  );
+  const view = new DataView(arena.buffer, arena.byteOffset, arena.byteLength);
+  const regions: number[] = [];
+  let cursor = 0;
+  lengths.forEach((length, position) => {
+    if (length === 0) {
+      regions.push(cursor, 0);
+      return;
+    }
+    const pieces = outcomes[position];
+    let written: number;
+    if (pieces === null || pieces === undefined) {
+      setInt64(view, cursor, -1); // LENGTH_NO_COMPRESSED_DATA
+      const from = slots[position]! + PREFIX_BYTES;
+      if (cursor + PREFIX_BYTES !== from) arena.copyWithin(cursor + PREFIX_BYTES, from, from + length);
+      written = length;
+    } else {
+      setInt64(view, cursor, length);
+      written = 0;
+      for (const piece of pieces) {
+        arena.set(piece, cursor + PREFIX_BYTES + written);
+        written += piece.byteLength;
+      }
+    }
+    const regionLength = PREFIX_BYTES + written;
+    regions.push(cursor, regionLength);
+    const end = cursor + regionLength;
+    cursor = end + padding8(regionLength);
+    arena.fill(0, end, cursor);
+  });
+  const framed = encodeRecordBatchHeader(rows, nodes, regions, codec.arrowType, cursor);
+  return { chunks: [framed, arena.subarray(0, cursor)], byteLength: framed.byteLength + cursor, heldBytes: framed.byteLength + arena.byteLength };
+}
+
+/** Writes a little-endian int64 (a safe integer, possibly -1) without BigInt. */
+function setInt64(view: DataView, at: number, value: number): void {
+  view.setUint32(at, value >>> 0, true);
+  view.setInt32(at + 4, Math.floor(value / 4294967296), true);
 }
 
 /** `[prefix, frame]` for one body buffer; an empty buffer stays empty (as Arrow C++ and arrow-rs write it). */

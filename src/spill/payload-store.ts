@@ -72,7 +72,7 @@ export class PayloadStore {
     this.batchCounts[p]!++;
     this.cachedBytes += reserved;
     message.then(
-      (encoded) => this.settle(payload, encoded.byteLength),
+      (encoded) => this.settle(payload, encoded.heldBytes ?? encoded.byteLength),
       () => undefined, // the failure surfaces where the message is awaited
     );
   }

@@ -3,7 +3,7 @@ import { Schema, type RecordBatch } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
 import { codecByName, type Codec } from '../format/codec.js';
 import { CompressionAdvisor, STORE_RAW } from '../format/compression-advisor.js';
-import { encodeRecordBatchMessage, encodeSchemaMessage, type EncodedMessage, type FieldNodeInfo } from '../format/ipc-message.js';
+import { encodeRecordBatchMessage, encodeRecordBatchPayload, encodeSchemaMessage, payloadArenaBound, type EncodedMessage, type FieldNodeInfo } from '../format/ipc-message.js';
 import { assertDirectory, DataFileWriter } from '../format/output-files.js';
 import { MemoryPool, type MemoryReservation, type Reclaimable } from '../memory/memory-pool.js';
 import { PayloadStore, type ExtraMessages } from '../spill/payload-store.js';
@@ -603,7 +603,9 @@ export class ShuffleWriter implements Reclaimable {
   private async emit(p: number, buffer: PartitionBuffer): Promise<void> {
     let raw = 0;
     for (const column of buffer.columns) raw += column.snapshotBytes(buffer.filled);
-    const reserved = raw + (this.codec === null ? MESSAGE_OVERHEAD_BYTES : compressionBound(raw));
+    // the payload's arena (a copy, with room for prefixes and padding), plus the compressor's output
+    const arena = payloadArenaBound(raw, 3 * buffer.columns.length);
+    const reserved = arena + (this.codec === null ? MESSAGE_OVERHEAD_BYTES : compressionBound(raw));
     buffer.busy++;
     try {
       await this.reservation.grow(reserved);
@@ -612,13 +614,12 @@ export class ShuffleWriter implements Reclaimable {
     }
     const nodes: FieldNodeInfo[] = [];
     const bodyBuffers: Uint8Array[] = [];
-    for (const column of buffer.columns) {
-      column.snapshot(buffer.filled, nodes, bodyBuffers);
-      column.clear();
-    }
+    for (const column of buffer.columns) column.snapshot(buffer.filled, nodes, bodyBuffers, false);
     // tiny batches barely compress and cost a compression call per buffer (Gluten's compression threshold)
     const policy = buffer.filled < this.options.compressionMinRows ? STORE_RAW : this.advisor;
-    const message = encodeRecordBatchMessage(buffer.filled, nodes, bodyBuffers, this.codec, policy);
+    // copies the views into the payload's arena before it returns: the buffer may be refilled at once
+    const message = encodeRecordBatchPayload(buffer.filled, nodes, bodyBuffers, this.codec, policy);
+    for (const column of buffer.columns) column.clear();
     buffer.filled = 0;
     this.store.add(p, message, reserved);
     this.inFlightBytes += raw;
