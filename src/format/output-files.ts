@@ -131,6 +131,11 @@ export class DataFileWriter {
     await this.flush();
   }
 
+  /** Writes what is pending, so that the memory of every chunk appended so far may be reused. */
+  async flushPending(): Promise<void> {
+    await this.flush();
+  }
+
   endPartition(): void {
     this.partitionLengths.push(this.position + this.pendingBytes - this.partitionStart);
     this.checksums.push(this.crc >>> 0);

@@ -68,6 +68,7 @@ export class ShuffleWriter implements Reclaimable {
   private readonly codec: Codec | null;
   private readonly advisor = new CompressionAdvisor();
   private readonly output: DataFileWriter;
+  private readonly pool: MemoryPool;
   private readonly reservation: MemoryReservation;
   private readonly store: PayloadStore;
   private inputSchema: Schema | null = null;
@@ -124,6 +125,7 @@ export class ShuffleWriter implements Reclaimable {
     };
     this.codec = codecByName(options.codec ?? 'lz4');
     this.output = output;
+    this.pool = pool;
     this.reservation = pool.register(`ShuffleWriter[map ${this.options.mapId}]`, this);
     const n = options.numPartitions;
     // the merge's read buffer: 1 MiB, less in a small pool
@@ -205,6 +207,7 @@ export class ShuffleWriter implements Reclaimable {
         this.release(p);
       }
       this.releaseScratch();
+      await this.store.prepareMerge(this.pool.available);
       await this.store.merge(this.output, encodeSchemaMessage(this.outputSchema));
       const { partitionLengths, checksums, bytesWritten } = await this.output.commit();
       const result: ShuffleWriteResult = {
