@@ -259,9 +259,17 @@ async function compressArena(
 ): Promise<EncodedMessage> {
   const outcomes = await Promise.all(
     lengths.map(async (length, position) => {
-      if (length === 0 || !(advisor?.shouldCompress(position) ?? true)) return null;
+      if (length === 0) return null;
+      for (let wait = advisor?.settled?.(position); wait !== undefined; wait = advisor?.settled?.(position)) await wait;
+      if (!(advisor?.shouldCompress(position) ?? true)) return null;
       const raw = arena.subarray(slots[position]! + PREFIX_BYTES, slots[position]! + PREFIX_BYTES + length);
-      const pieces = await codec.compress(raw);
+      let pieces: Uint8Array[];
+      try {
+        pieces = await codec.compress(raw);
+      } catch (error) {
+        advisor?.abandon?.(position);
+        throw error;
+      }
       let bytes = 0;
       for (const piece of pieces) bytes += piece.byteLength;
       advisor?.record(position, length, bytes);
@@ -312,8 +320,17 @@ async function compressBodyBuffer(buffer: Uint8Array, codec: Codec, advisor: Com
   if (buffer.byteLength === 0) return [];
   const prefix = new Uint8Array(PREFIX_BYTES);
   const view = new DataView(prefix.buffer);
+  for (let wait = advisor?.settled?.(position); wait !== undefined; wait = advisor?.settled?.(position)) await wait;
   const tryIt = advisor?.shouldCompress(position) ?? true;
-  const compressed = tryIt ? await codec.compress(buffer) : [buffer];
+  let compressed: Uint8Array[] = [buffer];
+  if (tryIt) {
+    try {
+      compressed = await codec.compress(buffer);
+    } catch (error) {
+      advisor?.abandon?.(position);
+      throw error;
+    }
+  }
   let compressedBytes = 0;
   for (const piece of compressed) compressedBytes += piece.byteLength;
   if (tryIt) advisor?.record(position, buffer.byteLength, compressedBytes);
