@@ -54,4 +54,35 @@ describe('CompressionAdvisor', () => {
   test('STORE_RAW never compresses', () => {
     expect(STORE_RAW.shouldCompress(0)).toBe(false);
   });
+
+  test('until a position has an outcome, at most four attempts are out; later callers wait for one', async () => {
+    const advisor = new CompressionAdvisor();
+    for (let i = 0; i < 4; i++) {
+      expect(advisor.settled(5)).toBeUndefined();
+      expect(advisor.shouldCompress(5)).toBe(true);
+    }
+    const wait = advisor.settled(5);
+    expect(wait).toBeInstanceOf(Promise);
+    let woken = false;
+    void wait!.then(() => (woken = true));
+    advisor.record(5, ...MISS);
+    await Promise.resolve();
+    expect(woken).toBe(true);
+    expect(advisor.settled(5)).toBeDefined(); // one miss known, three out: still a guess
+    for (let i = 0; i < 3; i++) advisor.record(5, ...MISS);
+    expect(advisor.settled(5)).toBeUndefined(); // four misses: skipping, no need to wait
+    expect(advisor.shouldCompress(5)).toBe(false);
+  });
+
+  test('after a hit nobody waits, and an abandoned attempt frees its place', () => {
+    const advisor = new CompressionAdvisor();
+    for (let i = 0; i < 4; i++) advisor.shouldCompress(6);
+    expect(advisor.settled(6)).toBeDefined();
+    advisor.abandon(6);
+    expect(advisor.settled(6)).toBeUndefined();
+    advisor.shouldCompress(6);
+    advisor.record(6, ...HIT);
+    for (let i = 0; i < 10; i++) advisor.shouldCompress(6);
+    expect(advisor.settled(6)).toBeUndefined();
+  });
 });

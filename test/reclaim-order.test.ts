@@ -56,3 +56,20 @@ test('reclaim then spills cached payloads, then evicts buffers; rows keep their 
   expect((await listFiles(dir)).filter((f) => f.includes('spill'))).toEqual([]);
   expect(pool.reserved).toBe(0);
 });
+
+test('reclaim frees merge buffers that hold capacity but no rows (emitted, kept for reuse)', async () => {
+  const pool = new MemoryPool(64 * 1024 * 1024);
+  const prefix = join(dir, 'out');
+  // partition buffers of 8 rows (memLimit 128 B / 4 B per row / 4); evictions of <= 10 rows are parked in a
+  // merge buffer of up to 40 rows, which is emitted when full and kept, empty, for the next parked rows
+  const writer = await ShuffleWriter.create({ numPartitions: 1, partitioning: { kind: 'single' }, outputPrefix: prefix, memoryPool: pool, spillDir: dir, memLimit: 128, maxBatchRows: 40 });
+  for (let i = 0; i < 6; i++) await writer.write(batch(i * 8, 8)); // five evictions of 8 rows: 40 parked, emitted
+  const held = pool.reserved;
+  const freed = await writer.reclaim(Number.MAX_SAFE_INTEGER);
+  expect(pool.reserved).toBeLessThanOrEqual(held - freed); // never claims more than it freed
+  // all that is left: the per-row scratch (8 rows x 12 B) and the merger's row ids (40 x 4 B)
+  expect(pool.reserved).toBe(8 * 12 + 40 * 4);
+  const result = await writer.finish();
+  expect((await readAll(prefix)).flat()).toEqual(Array.from({ length: 48 }, (_, i) => i));
+  expect(result.rows).toBe(48);
+});

@@ -20,6 +20,14 @@
 export interface CompressionPolicy {
   shouldCompress(position: number): boolean;
   record(position: number, rawBytes: number, compressedBytes: number): void;
+  /**
+   * When deciding for this position now would be a guess (no outcome known
+   * yet and enough attempts already out), a promise that settles at the next
+   * outcome; ask again then. Undefined when shouldCompress can decide.
+   */
+  settled?(position: number): Promise<void> | undefined;
+  /** An attempt that shouldCompress allowed ended without an outcome (the compressor failed). */
+  abandon?(position: number): void;
 }
 
 /** Stores every buffer raw (prefix -1): needs no memory for compression output (spilling under pressure). */
@@ -28,28 +36,78 @@ export const STORE_RAW: CompressionPolicy = {
   record: () => undefined,
 };
 
+interface PositionState {
+  misses: number;
+  skipLeft: number;
+  backoff: number;
+  probing: boolean;
+  /** whether a buffer at this position ever saved enough */
+  everHit: boolean;
+  /** attempts allowed whose outcome has not been recorded */
+  pending: number;
+  /** settled() callers waiting for the next outcome */
+  waiters: (() => void)[];
+}
+
 export class CompressionAdvisor implements CompressionPolicy {
-  private readonly positions: { misses: number; skipLeft: number; backoff: number; probing: boolean }[] = [];
+  private readonly positions: PositionState[] = [];
 
   constructor(private readonly minSavings = DEFAULT_MIN_SAVINGS) {}
 
   /** Whether the buffer at this body position should be compressed this time. */
   shouldCompress(position: number): boolean {
     const state = this.state(position);
-    if (state.misses < MISSES_BEFORE_SKIP) return true;
+    if (state.misses < MISSES_BEFORE_SKIP) {
+      state.pending++;
+      return true;
+    }
     if (state.probing) return false;
     if (state.skipLeft > 0) {
       state.skipLeft--;
       return false;
     }
     state.probing = true;
+    state.pending++;
     return true;
+  }
+
+  /**
+   * Until a position has had an outcome that saved enough, at most
+   * MISSES_BEFORE_SKIP attempts are out at once; later callers wait for an
+   * outcome. Without this, the first wave of evictions (every partition fills
+   * at about the same batch) compressed every buffer of every position before
+   * the first miss was known: at P=200 a third of the writer's LZ4 input was
+   * random strings and offsets that do not shrink.
+   */
+  settled(position: number): Promise<void> | undefined {
+    const state = this.state(position);
+    if (state.everHit || state.misses >= MISSES_BEFORE_SKIP || state.pending < MISSES_BEFORE_SKIP - state.misses) return undefined;
+    return new Promise((resolve) => state.waiters.push(resolve));
+  }
+
+  abandon(position: number): void {
+    const state = this.state(position);
+    state.pending = Math.max(0, state.pending - 1);
+    this.wake(state);
   }
 
   /** Records the outcome of a compression attempt. */
   record(position: number, rawBytes: number, compressedBytes: number): void {
     const state = this.state(position);
+    state.pending = Math.max(0, state.pending - 1);
+    this.learn(state, rawBytes, compressedBytes);
+    this.wake(state);
+  }
+
+  private wake(state: PositionState): void {
+    const waiters = state.waiters;
+    state.waiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
+  private learn(state: PositionState, rawBytes: number, compressedBytes: number): void {
     if (compressedBytes <= rawBytes * (1 - this.minSavings)) {
+      state.everHit = true;
       state.misses = 0;
       state.skipLeft = 0;
       state.backoff = INITIAL_BACKOFF;
@@ -63,10 +121,10 @@ export class CompressionAdvisor implements CompressionPolicy {
     state.backoff = Math.min(state.backoff * 2, MAX_BACKOFF);
   }
 
-  private state(position: number) {
+  private state(position: number): PositionState {
     let state = this.positions[position];
     if (state === undefined) {
-      state = { misses: 0, skipLeft: 0, backoff: INITIAL_BACKOFF, probing: false };
+      state = { misses: 0, skipLeft: 0, backoff: INITIAL_BACKOFF, probing: false, everHit: false, pending: 0, waiters: [] };
       this.positions[position] = state;
     }
     return state;

@@ -7,6 +7,7 @@ import {
   Message,
   RecordBatch as RecordBatchHeader,
 } from 'apache-arrow/ipc/metadata/message';
+import type { CompressionType } from 'apache-arrow/fb/compression-type';
 import type { Codec } from './codec.js';
 import type { CompressionPolicy } from './compression-advisor.js';
 
@@ -67,6 +68,8 @@ export interface FieldNodeInfo {
 export interface EncodedMessage {
   chunks: Uint8Array[];
   byteLength: number;
+  /** bytes of ArrayBuffers the message keeps alive, when more than byteLength (an arena with slack) */
+  heldBytes?: number;
 }
 
 const ZEROS = new Uint8Array(8);
@@ -107,7 +110,7 @@ export async function encodeRecordBatchMessage(
     ? buffers.map((b) => [b])
     : await Promise.all(buffers.map((b, position) => compressBodyBuffer(b, codec, advisor, position)));
 
-  const regions: BufferRegion[] = [];
+  const regions: number[] = []; // offset, length per buffer
   const body: Uint8Array[] = [];
   let offset = 0;
   for (const parts of bodyParts) {
@@ -116,21 +119,246 @@ export async function encodeRecordBatchMessage(
       if (part.byteLength > 0) body.push(part);
       length += part.byteLength;
     }
-    regions.push(new BufferRegion(offset, length));
+    regions.push(offset, length);
     const pad = padding8(length);
     if (pad > 0) body.push(ZEROS.subarray(0, pad));
     offset += length + pad;
   }
 
+  // dictionary batches are rare: arrow-js's encoder lays out their header; record batches take the direct one
+  const framed = dictionary === undefined ? encodeRecordBatchHeader(rows, nodes, regions, codec === null ? null : codec.arrowType, offset) : encodeDictionaryBatchHeader(rows, nodes, regions, codec, offset, dictionary);
+  body.unshift(framed);
+  return { chunks: body, byteLength: framed.byteLength + offset };
+}
+
+/** The framed metadata of a dictionary-batch message, through arrow-js's flatbuffer encoder. */
+function encodeDictionaryBatchHeader(
+  rows: number,
+  nodes: readonly FieldNodeInfo[],
+  regions: readonly number[],
+  codec: Codec | null,
+  bodyLength: number,
+  dictionary: DictionaryTarget,
+): Uint8Array {
+  const buffers: BufferRegion[] = [];
+  for (let i = 0; i < regions.length; i += 2) buffers.push(new BufferRegion(regions[i]!, regions[i + 1]!));
   const batch = new RecordBatchHeader(
     rows,
     nodes.map((n) => new FieldNode(n.length, n.nullCount)),
-    regions,
+    buffers,
     codec === null ? null : new BodyCompression(codec.arrowType),
   );
-  const header = dictionary === undefined ? batch : new DictionaryBatchHeader(batch, dictionary.id, dictionary.isDelta);
-  const framed = frameMetadata(Message.encode(Message.from(header, offset)));
-  return { chunks: [framed, ...body], byteLength: framed.byteLength + offset };
+  return frameMetadata(Message.encode(Message.from(new DictionaryBatchHeader(batch, dictionary.id, dictionary.isDelta), bodyLength)));
+}
+
+/**
+ * The framed metadata of a record-batch message (continuation marker, size,
+ * flatbuffer, padding), laid out directly instead of through arrow-js's
+ * generic flatbuffer Builder, which cost 10-20 µs per message (BigInts, a
+ * fresh 1 KiB builder, objects per node and buffer); under a tight memory
+ * limit the writer encodes tens of thousands of small batches.
+ *
+ * The flatbuffer (Arrow's Message.fbs), every field present, each vtable just
+ * before its table, offsets relative to the flatbuffer's first byte:
+ *
+ * ```text
+ *   0  u32 root: 16 (the Message table)
+ *   4  Message vtable: u16 12, u16 20, then field offsets version 16, headerType 18, header 4, bodyLength 8
+ *  16  Message table: i32 12 (to its vtable), u32 header -> 48, i64 bodyLength, i16 version 4 (V5), u8 headerType 3 (RecordBatch), pad
+ *  36  RecordBatch vtable: u16 12, u16 24, then length 16, nodes 4, buffers 8, compression 12 (0: absent)
+ *  48  RecordBatch table: i32 12, u32 nodes, u32 buffers, u32 compression or 0, i64 length
+ *  72  BodyCompression vtable: u16 8, u16 8, codec 4, method 5          (only with compression)
+ *  80  BodyCompression table: i32 8, i8 codec, i8 method 0 (BUFFER), pad (only with compression)
+ *   N  nodes vector: [pad to N+4 = 0 mod 8], u32 count, count x {i64 length, i64 nullCount}
+ *   B  buffers vector: u32 count, count x {i64 offset, i64 length}  (B + 4 = 0 mod 8)
+ * ```
+ * Every int64 and every struct vector element sits 8-aligned (the flatbuffer
+ * starts at byte 8 of the framed message, which starts 8-aligned), as
+ * flatbuffer verifiers require.
+ */
+export function encodeRecordBatchHeader(
+  rows: number,
+  nodes: readonly FieldNodeInfo[],
+  regions: readonly number[],
+  compression: CompressionType | null,
+  bodyLength: number,
+): Uint8Array {
+  const bufferCount = regions.length >>> 1;
+  const withCompression = compression !== null;
+  const nodesAt = withCompression ? 92 : 76; // the count; elements follow 8-aligned
+  const buffersAt = nodesAt + 4 + 16 * nodes.length + 4;
+  const end = buffersAt + 4 + 16 * bufferCount;
+  const metadataSize = end + padding8(end);
+  const framed = new Uint8Array(8 + metadataSize);
+  const view = new DataView(framed.buffer);
+  view.setUint32(0, CONTINUATION_MARKER, true);
+  view.setInt32(4, metadataSize, true);
+  const at = 8; // flatbuffer start
+  const u16 = (pos: number, v: number) => view.setUint16(at + pos, v, true);
+  const u32 = (pos: number, v: number) => view.setUint32(at + pos, v, true);
+  const i64 = (pos: number, v: number) => {
+    view.setUint32(at + pos, v >>> 0, true);
+    view.setUint32(at + pos + 4, Math.floor(v / 4294967296), true);
+  };
+  u32(0, 16);
+  // Message vtable and table
+  u16(4, 12), u16(6, 20), u16(8, 16), u16(10, 18), u16(12, 4), u16(14, 8);
+  u32(16, 12);
+  u32(20, 48 - 20);
+  i64(24, bodyLength);
+  u16(32, 4); // MetadataVersion.V5
+  framed[at + 34] = 3; // MessageHeader.RecordBatch
+  // RecordBatch vtable and table
+  u16(36, 12), u16(38, 24), u16(40, 16), u16(42, 4), u16(44, 8), u16(46, withCompression ? 12 : 0);
+  u32(48, 12);
+  u32(52, nodesAt - 52);
+  u32(56, buffersAt - 56);
+  if (withCompression) u32(60, 80 - 60);
+  i64(64, rows);
+  if (withCompression) {
+    u16(72, 8), u16(74, 8), u16(76, 4), u16(78, 5);
+    u32(80, 8);
+    framed[at + 84] = compression;
+    framed[at + 85] = 0; // BodyCompressionMethod.BUFFER
+  }
+  u32(nodesAt, nodes.length);
+  for (let i = 0, pos = nodesAt + 4; i < nodes.length; i++, pos += 16) {
+    i64(pos, nodes[i]!.length);
+    i64(pos + 8, nodes[i]!.nullCount);
+  }
+  u32(buffersAt, bufferCount);
+  for (let i = 0, pos = buffersAt + 4; i < regions.length; i += 2, pos += 16) {
+    i64(pos, regions[i]!);
+    i64(pos + 8, regions[i + 1]!);
+  }
+  return framed;
+}
+
+/** Most bytes `encodeRecordBatchPayload` puts in its arena for body buffers of `rawBytes` bytes in all, `count` of them. */
+export function payloadArenaBound(rawBytes: number, count: number): number {
+  return rawBytes + count * (PREFIX_BYTES + 7);
+}
+
+/**
+ * Like `encodeRecordBatchMessage`, but the body lives in one new ArrayBuffer
+ * (the arena) and the message is two chunks, header and body. `buffers` are
+ * copied into the arena before this returns, so the caller may reuse them at
+ * once; compression then runs on the arena's copies and its output replaces
+ * them in place.
+ *
+ * A cached payload used to keep ten to twenty small objects alive (length
+ * prefixes, frame pieces, views, the compressor's output buffers) until the
+ * final merge; they survived young-generation collections and made each one
+ * copy megabytes. Now it keeps the arena and the header.
+ *
+ * Arena layout while compressing: one slot per non-empty buffer, in body
+ * order, each `8 (prefix) + length + padding to 8`, the raw bytes after the
+ * prefix. Afterwards the body is compacted towards the front: each buffer's
+ * prefix, then its compressed frame (shorter than the raw bytes) or its raw
+ * bytes, then zero padding. Worked example, two buffers of 20 and 100 bytes,
+ * the second compressing to 30:
+ *
+ * ```text
+ * slots   [0, 8+20+4 = 32)  [32, 32+8+100+4 = 144)
+ * body    [0, 32): prefix -1, 20 raw bytes, 4 zeros
+ *         [32, 72): prefix 100, 30 bytes of frame, 2 zeros   (moved left from 144 as the slot allows)
+ * ```
+ * No write ever passes the start of a later slot, so the raw bytes still to
+ * be moved are never overwritten. Without a codec the arena is the body as it
+ * stands (no prefixes).
+ */
+export function encodeRecordBatchPayload(
+  rows: number,
+  nodes: readonly FieldNodeInfo[],
+  buffers: readonly Uint8Array[],
+  codec: Codec | null,
+  advisor?: CompressionPolicy,
+): Promise<EncodedMessage> {
+  const prefix = codec === null ? 0 : PREFIX_BYTES;
+  const slots: number[] = [];
+  let arenaBytes = 0;
+  for (const b of buffers) {
+    slots.push(arenaBytes);
+    if (b.byteLength > 0) arenaBytes += prefix + b.byteLength + padding8(b.byteLength);
+  }
+  const arena = new Uint8Array(arenaBytes);
+  buffers.forEach((b, i) => {
+    if (b.byteLength > 0) arena.set(b, slots[i]! + prefix); // an empty buffer has no slot (it may sit past the end)
+  });
+  if (codec === null) {
+    const regions: number[] = [];
+    buffers.forEach((b, i) => regions.push(slots[i]!, b.byteLength));
+    const framed = encodeRecordBatchHeader(rows, nodes, regions, null, arenaBytes);
+    return Promise.resolve({ chunks: [framed, arena], byteLength: framed.byteLength + arenaBytes });
+  }
+  return compressArena(rows, nodes, buffers.map((b) => b.byteLength), slots, arena, codec, advisor);
+}
+
+async function compressArena(
+  rows: number,
+  nodes: readonly FieldNodeInfo[],
+  lengths: readonly number[],
+  slots: readonly number[],
+  arena: Uint8Array,
+  codec: Codec,
+  advisor: CompressionPolicy | undefined,
+): Promise<EncodedMessage> {
+  const outcomes = await Promise.all(
+    lengths.map(async (length, position) => {
+      if (length === 0) return null;
+      for (let wait = advisor?.settled?.(position); wait !== undefined; wait = advisor?.settled?.(position)) await wait;
+      if (!(advisor?.shouldCompress(position) ?? true)) return null;
+      const raw = arena.subarray(slots[position]! + PREFIX_BYTES, slots[position]! + PREFIX_BYTES + length);
+      let pieces: Uint8Array[];
+      try {
+        pieces = await codec.compress(raw);
+      } catch (error) {
+        advisor?.abandon?.(position);
+        throw error;
+      }
+      let bytes = 0;
+      for (const piece of pieces) bytes += piece.byteLength;
+      advisor?.record(position, length, bytes);
+      return bytes < length ? pieces : null;
+    }),
+  );
+  const view = new DataView(arena.buffer, arena.byteOffset, arena.byteLength);
+  const regions: number[] = [];
+  let cursor = 0;
+  lengths.forEach((length, position) => {
+    if (length === 0) {
+      regions.push(cursor, 0);
+      return;
+    }
+    const pieces = outcomes[position];
+    let written: number;
+    if (pieces === null || pieces === undefined) {
+      setInt64(view, cursor, -1); // LENGTH_NO_COMPRESSED_DATA
+      const from = slots[position]! + PREFIX_BYTES;
+      if (cursor + PREFIX_BYTES !== from) arena.copyWithin(cursor + PREFIX_BYTES, from, from + length);
+      written = length;
+    } else {
+      setInt64(view, cursor, length);
+      written = 0;
+      for (const piece of pieces) {
+        arena.set(piece, cursor + PREFIX_BYTES + written);
+        written += piece.byteLength;
+      }
+    }
+    const regionLength = PREFIX_BYTES + written;
+    regions.push(cursor, regionLength);
+    const end = cursor + regionLength;
+    cursor = end + padding8(regionLength);
+    arena.fill(0, end, cursor);
+  });
+  const framed = encodeRecordBatchHeader(rows, nodes, regions, codec.arrowType, cursor);
+  return { chunks: [framed, arena.subarray(0, cursor)], byteLength: framed.byteLength + cursor, heldBytes: framed.byteLength + arena.byteLength };
+}
+
+/** Writes a little-endian int64 (a safe integer, possibly -1) without BigInt. */
+function setInt64(view: DataView, at: number, value: number): void {
+  view.setUint32(at, value >>> 0, true);
+  view.setInt32(at + 4, Math.floor(value / 4294967296), true);
 }
 
 /** `[prefix, frame]` for one body buffer; an empty buffer stays empty (as Arrow C++ and arrow-rs write it). */
@@ -138,8 +366,17 @@ async function compressBodyBuffer(buffer: Uint8Array, codec: Codec, advisor: Com
   if (buffer.byteLength === 0) return [];
   const prefix = new Uint8Array(PREFIX_BYTES);
   const view = new DataView(prefix.buffer);
+  for (let wait = advisor?.settled?.(position); wait !== undefined; wait = advisor?.settled?.(position)) await wait;
   const tryIt = advisor?.shouldCompress(position) ?? true;
-  const compressed = tryIt ? await codec.compress(buffer) : [buffer];
+  let compressed: Uint8Array[] = [buffer];
+  if (tryIt) {
+    try {
+      compressed = await codec.compress(buffer);
+    } catch (error) {
+      advisor?.abandon?.(position);
+      throw error;
+    }
+  }
   let compressedBytes = 0;
   for (const piece of compressed) compressedBytes += piece.byteLength;
   if (tryIt) advisor?.record(position, buffer.byteLength, compressedBytes);

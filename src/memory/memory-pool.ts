@@ -159,6 +159,15 @@ export class MemoryReservation {
   }
 
   /**
+   * Reserves as much of `bytes` as `share` of what the pool has free right now
+   * allows (never reclaiming: memory that is nice to have, not needed); returns the bytes reserved.
+   */
+  tryGrowUpTo(bytes: number, share = 1): number {
+    const granted = Math.max(0, Math.min(bytes, Math.floor(this.pool.available * share)));
+    return granted > 0 && this.tryGrow(granted) ? granted : 0;
+  }
+
+  /**
    * Reserves `bytes`, asking reclaimable consumers (other ones first, this one
    * last) to free memory when the pool is short. Throws MemoryLimitError when
    * not enough can be freed.

@@ -70,7 +70,7 @@ export class RowPartitionMerger implements BlockSink {
     this.next = p + 1;
     if (this.partitionRows[p]! === 0) return;
     await this.output.append(this.header);
-    await this.spill?.copyPartition(p, this.buffer, (bytes) => this.output.appendNow(bytes));
+    await this.spill?.copyPartition(p, this.buffer, { append: (bytes) => this.output.append(bytes), flush: () => this.output.flush() });
   }
 
   private async end(): Promise<void> {

@@ -3,6 +3,11 @@ import type { DataFileWriter } from '../format/output-files.js';
 import type { MemoryReservation } from '../memory/memory-pool.js';
 import { SpillFile } from './spill-file.js';
 
+/** Read window per spill run the merge would like (it takes what the pool has, at least the merge buffer). */
+const MERGE_WINDOW_BYTES = 64 * 1024;
+/** At most this share of the pool's free memory goes to the windows: other consumers may be short themselves. */
+const MERGE_WINDOW_SHARE = 0.5;
+
 /**
  * Messages a spill writes after a partition's cached payloads (buffers evicted
  * under pressure): encoded when the spill starts, and told when the run is on
@@ -44,6 +49,8 @@ export class PayloadStore {
   spilledBytes = 0;
   /** set once the merge starts: from then on nothing may move to a new spill file */
   private merging = false;
+  /** the last spill run (settled), which the next one waits for */
+  private spilling: Promise<unknown> = Promise.resolve();
 
   constructor(
     numPartitions: number,
@@ -77,7 +84,7 @@ export class PayloadStore {
     if (isBatch) this.batchCounts[p]!++;
     this.cachedBytes += reserved;
     message.then(
-      (encoded) => this.settle(payload, encoded.byteLength),
+      (encoded) => this.settle(payload, encoded.heldBytes ?? encoded.byteLength),
       () => undefined, // the failure surfaces where the message is awaited
     );
   }
@@ -88,7 +95,14 @@ export class PayloadStore {
    * as one new partition-ordered run of the spill file, and releases their memory.
    * Returns the bytes released.
    */
-  async spill(extra: ReadonlyMap<number, ExtraMessages> = new Map()): Promise<number> {
+  spill(extra: ReadonlyMap<number, ExtraMessages> = new Map()): Promise<number> {
+    // one run at a time: a reclaim asked for by another consumer may come while finish() spills
+    const run = this.spilling.then(() => this.spillRun(extra));
+    this.spilling = run.catch(() => undefined);
+    return run;
+  }
+
+  private async spillRun(extra: ReadonlyMap<number, ExtraMessages>): Promise<number> {
     if (this.merging) return 0;
     const taken = this.cached;
     this.cached = taken.map(() => []);
@@ -135,23 +149,41 @@ export class PayloadStore {
    * copied verbatim), its in-memory payloads, the end-of-stream marker. A partition
    * without payloads is left empty (zero bytes).
    */
+  /**
+   * Before the merge: when the pool is too short to give the merge a read
+   * window per spill run, the payloads still in memory are spilled as one more
+   * run, so that their memory becomes the windows. Under a tight limit the
+   * runs are many and small, and the merge's reads are its cost (fewer,
+   * larger ones with larger windows).
+   */
+  async prepareMerge(poolAvailable: number): Promise<void> {
+    const runs = this.spillFile?.runCount ?? 0;
+    if (runs > 0 && this.cachedBytes > 0 && poolAvailable * MERGE_WINDOW_SHARE < runs * MERGE_WINDOW_BYTES) await this.spill();
+  }
+
   async merge(output: DataFileWriter, schemaMessage: Uint8Array): Promise<void> {
     await this.reservation.grow(this.mergeBufferBytes);
+    // the spill file reads each run through its own window: more room (if the pool has it) means fewer reads
+    const runs = this.spillFile?.runCount ?? 0;
+    const extra = this.reservation.tryGrowUpTo(Math.max(0, runs * MERGE_WINDOW_BYTES - this.mergeBufferBytes), MERGE_WINDOW_SHARE);
+    const bufferBytes = this.mergeBufferBytes + extra;
     this.merging = true;
-    const buffer = new Uint8Array(this.mergeBufferBytes);
+    const buffer = new Uint8Array(bufferBytes);
+    const sink = { append: (bytes: Uint8Array) => output.append(bytes), flush: () => output.flush() };
     try {
       for (let p = 0; p < this.cached.length; p++) {
         output.beginPartition(p);
         if (this.batchCounts[p]! > 0) {
           await output.append(schemaMessage);
-          await this.spillFile?.copyPartition(p, buffer, (bytes) => output.appendNow(bytes));
+          await this.spillFile?.copyPartition(p, buffer, sink);
           for (const payload of this.cached[p]!) for (const chunk of (await payload.message).chunks) await output.append(chunk);
           await output.append(END_OF_STREAM);
         }
         output.endPartition();
       }
+      await output.flush(); // nothing appended may point into the buffer once its memory is released
     } finally {
-      this.reservation.shrink(this.mergeBufferBytes);
+      this.reservation.shrink(bufferBytes);
     }
   }
 

@@ -7,6 +7,7 @@ const EMPTY = new Uint8Array(0);
 const EMPTY32 = new Int32Array(0);
 /** The offsets of an empty binary or list node that was never allocated: a single 0 (Arrow wants rows + 1 offsets). */
 const ZERO_OFFSETS = new Uint8Array(8);
+const EMPTY_VIEW = new DataView(EMPTY.buffer);
 
 /** How many bytes the values buffer of `rows` rows takes for this layout, rounded up to whole 32-bit words. */
 function valuesBytes(layout: ColumnLayout, rows: number): number {
@@ -86,6 +87,8 @@ export class ColumnBuffer {
   values32: Int32Array = EMPTY32;
   /** binary value bytes; dataLength of them are used */
   data: Uint8Array = EMPTY;
+  /** the same bytes as a DataView, for the word copies of splitBinary */
+  dataView: DataView = EMPTY_VIEW;
   dataLength = 0;
   /** dense union offsets into each child */
   unionOffsets: Int32Array = EMPTY32;
@@ -193,7 +196,7 @@ export class ColumnBuffer {
     this.capacity = 0;
     this.validity = null;
     this.setValues(EMPTY);
-    this.data = EMPTY;
+    this.setData(EMPTY);
     this.dataLength = 0;
     this.unionOffsets = EMPTY32;
     this.childRows.fill(0);
@@ -217,7 +220,7 @@ export class ColumnBuffer {
     if (this.layout.kind === 'binary') {
       const data = new Uint8Array(Math.max(dataBytes, this.dataLength));
       data.set(this.data.subarray(0, this.dataLength));
-      this.data = data;
+      this.setData(data);
     }
     if (this.layout.kind === 'union' && this.layout.mode === 'dense') {
       const offsets = new Int32Array(capacity);
@@ -247,7 +250,7 @@ export class ColumnBuffer {
     if (bytes > 0x7fffffff) throw new RangeError('a partition buffer would hold more than 2 GiB of binary data');
     const data = new Uint8Array(bytes);
     data.set(this.data.subarray(0, this.dataLength));
-    this.data = data;
+    this.setData(data);
   }
 
   /** Forgets the rows (after they became a payload); buffers are kept for reuse. */
@@ -304,6 +307,11 @@ export class ColumnBuffer {
       }
     }
     this.children.forEach((child, i) => child.snapshot(childRowsOf(this, i, rows), nodes, buffers, copy));
+  }
+
+  private setData(data: Uint8Array): void {
+    this.data = data;
+    this.dataView = new DataView(data.buffer, data.byteOffset, data.byteLength);
   }
 
   private setValues(values: Uint8Array): void {

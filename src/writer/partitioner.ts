@@ -1,7 +1,7 @@
 import { Type, type Data, type RecordBatch, type Schema } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
 import { DecodedDictionaries, assertHashableKey, hashKeyInto } from './key-hash.js';
-import { pmod, SPARK_HASH_SEED } from './murmur3.js';
+import { SPARK_HASH_SEED } from './murmur3.js';
 import { roundRobinStart } from './round-robin-start.js';
 
 /**
@@ -77,8 +77,28 @@ class HashPartitioner implements Partitioner {
       const mask = n - 1; // pmod by a power of two is a mask, negative hashes included
       for (let i = 0; i < rows; i++) partitionIds[i] = hashes[i]! & mask;
     } else {
-      for (let i = 0; i < rows; i++) partitionIds[i] = pmod(hashes[i]!, n);
+      pmodInto(hashes, rows, n, partitionIds);
     }
+  }
+}
+
+/**
+ * partitionIds[i] = pmod(hashes[i], n), with a multiplication by 1/n instead
+ * of an integer division per row. For |h| < 2^31 the float quotient h * (1/n)
+ * is within 2^-21 of h / n, so its floor is the floor quotient or one off;
+ * the remainder h - q * n (exact in doubles) is then moved into [0, n).
+ *
+ * Worked example, n = 200: h = -201 gives q = floor(-1.005) = -2 and
+ * r = -201 + 400 = 199, as pmod(-201, 200) = 199.
+ */
+export function pmodInto(hashes: Int32Array, rows: number, n: number, partitionIds: Uint32Array): void {
+  const inverse = 1 / n;
+  for (let i = 0; i < rows; i++) {
+    const h = hashes[i]!;
+    let r = h - Math.floor(h * inverse) * n;
+    if (r < 0) r += n;
+    else if (r >= n) r -= n;
+    partitionIds[i] = r;
   }
 }
 

@@ -6,8 +6,10 @@ import { CompressionAdvisor, STORE_RAW } from '../format/compression-advisor.js'
 import {
   compressionBound,
   encodeRecordBatchMessage,
+  encodeRecordBatchPayload,
   encodeSchemaMessage,
   MESSAGE_OVERHEAD_BYTES,
+  payloadArenaBound,
   type EncodedMessage,
   type FieldNodeInfo,
 } from '../format/ipc-message.js';
@@ -15,17 +17,19 @@ import { assertDirectory, DataFileWriter } from '../format/output-files.js';
 import { MemoryPool, type MemoryReservation, type Reclaimable } from '../memory/memory-pool.js';
 import { PayloadStore, type ExtraMessages } from '../spill/payload-store.js';
 import { partitionBufferRows, targetCapacity } from './buffer-sizing.js';
-import { onePartition, planAppend, splitAppend } from './append-rows.js';
+import { onePartition, planAppend } from './append-rows.js';
 import { BufferGrowth, nestedBytes } from './buffer-growth.js';
 import { ColumnBuffer } from './column-buffer.js';
-import { childLayouts, columnLayoutOf, dictionaryLayouts, fixedBytesPerRow, type ColumnLayout } from './column-layout.js';
+import { childLayouts, columnLayoutOf, dictionaryLayouts, fixedBytesPerRow, isFlat, type ColumnLayout } from './column-layout.js';
 import { DictionaryTracker } from './dictionary-tracker.js';
 import { createPartitioner, columnIndex, type Partitioner } from './partitioner.js';
 import { PartitionRows } from './partition-rows.js';
 import { sameSchema } from './same-schema.js';
 import { prepareSourceColumn, type SourceColumn } from './source-column.js';
+import { appendColumn } from './append-column.js';
 import { splitPlanned } from './split-column.js';
 import { planSplit, ScratchSelections, withScratchMemory, type RowSelection, type SplitPlan } from './split-plan.js';
+import { warmSource } from './warm-source.js';
 import {
   DEFAULT_COMPRESSION_MIN_ROWS,
   DEFAULT_MAX_BATCH_ROWS,
@@ -76,6 +80,7 @@ export class ShuffleWriter implements Reclaimable {
   private readonly codec: Codec | null;
   private readonly advisor = new CompressionAdvisor();
   private readonly output: DataFileWriter;
+  private readonly pool: MemoryPool;
   private readonly reservation: MemoryReservation;
   private readonly store: PayloadStore;
   private inputSchema: Schema | null = null;
@@ -117,6 +122,8 @@ export class ShuffleWriter implements Reclaimable {
   /** arrays of the nested levels' row selections: one set for the chunk being split, one for the payload merger */
   private readonly splitScratch: ScratchSelections;
   private readonly mergeScratch: ScratchSelections;
+  /** what warmSource read: kept so the reads are not optimized away */
+  private warmth = 0;
 
   private constructor(options: ShuffleWriterOptions, output: DataFileWriter) {
     const pool = options.memoryPool ?? new MemoryPool();
@@ -140,6 +147,7 @@ export class ShuffleWriter implements Reclaimable {
     };
     this.codec = codecByName(options.codec ?? 'lz4');
     this.output = output;
+    this.pool = pool;
     this.reservation = pool.register(`ShuffleWriter[map ${this.options.mapId}]`, this);
     const n = options.numPartitions;
     // the merge's read buffer: 1 MiB, less in a small pool
@@ -224,6 +232,7 @@ export class ShuffleWriter implements Reclaimable {
         this.release(p);
       }
       this.releaseScratch();
+      await this.store.prepareMerge(this.pool.available);
       await this.store.merge(this.output, encodeSchemaMessage(this.outputSchema));
       await this.dictionaries?.release();
       const { partitionLengths, checksums, bytesWritten } = await this.output.commit();
@@ -265,53 +274,75 @@ export class ShuffleWriter implements Reclaimable {
   /**
    * Gives memory back to the pool (Gluten's reclaimFixedSize), in this order:
    * write every cached payload, in partition order, as a new run of the spill
-   * file; then shrink the partition buffers with the most unused capacity to
-   * what they hold; then evict partition and merge buffers, largest first, into
-   * the spill file (compressed where the pool has room for the output, stored
+   * file, and with them the merge buffers' parked rows (Gluten drains its
+   * payload merger in the same step), largest first; then shrink the partition
+   * buffers with the most unused capacity to what they hold; then evict
+   * partition buffers, largest first. Evicted buffers go into the same spill
+   * run (compressed where the pool has room for the output, stored
    * uncompressed otherwise). The partitions the current chunk is being split
    * into are never touched.
+   *
+   * Merge buffers go before shrinking because shrinking frees capacity the
+   * next batch needs again: under a tight limit every reclaim cut all
+   * partition buffers down and the next split grew them back (two
+   * allocations per column and partition per reclaim).
    */
   async reclaim(requested: number): Promise<number> {
     if (this.state !== 'open' && this.state !== 'finishing') return 0;
     // free at least half of what this writer holds: a little headroom saves many tiny spills
     const bytes = Math.max(requested, Math.floor(this.reservation.size / 2));
     await Promise.all(this.inFlight);
-    // one spill run per reclaim: the cached payloads, plus evicted buffers if shrinking is not enough
-    const cached = this.store.memoryBytes;
-    let freed = cached < bytes ? this.shrinkBuffers(bytes - cached) : 0;
-    if (cached + freed >= bytes) return freed + (await this.store.spill());
+    // From here on nothing awaits until the chosen buffers are detached: the writer (which may be
+    // running between our awaits when another writer asked for memory) can then no longer touch them.
     // Partition buffers the current chunk relies on are pinned; merge buffers are not used by the
-    // split, so only the one being appended to or emitted right now is off limits. The chosen
-    // buffers are detached synchronously, before any await, so the writer (which may be running
-    // between our awaits when another writer asked for memory) can no longer touch them.
-    const candidates = [...this.buffers.keys()]
-      .map((p) => ({
-        p,
-        buffer: this.pinned[p] === 0 && this.buffers[p]?.busy === 0 ? this.buffers[p] : undefined,
-        merged: p !== this.mergeBusy && this.merged[p]?.busy === 0 ? this.merged[p] : undefined,
-      }))
-      .filter((c) => c.buffer !== undefined || c.merged !== undefined)
-      .map((c) => ({ ...c, held: bufferBytes(c.buffer) + bufferBytes(c.merged) }))
-      .sort((a, b) => b.held - a.held);
-    const detached: { p: number; merged: PartitionBuffer | undefined; buffer: PartitionBuffer | undefined; dictionaries: Promise<EncodedMessage>[] }[] = [];
-    let planned = cached + freed;
-    for (const { p, buffer, merged, held } of candidates) {
-      if (planned >= bytes) break;
-      planned += held;
-      if (buffer !== undefined) this.buffers[p] = undefined;
-      if (merged !== undefined) this.merged[p] = undefined;
-      // the dictionary batches these rows need go right before them (taken now, in order with any other payload of p)
-      const rows = (buffer?.filled ?? 0) + (merged?.filled ?? 0);
-      detached.push({ p, merged, buffer, dictionaries: rows > 0 ? this.dictionaryMessages(p) : [] });
+    // split, so only the one being appended to or emitted right now is off limits.
+    let planned = this.store.memoryBytes;
+    const detached: { p: number; merged: PartitionBuffer | undefined; buffer: PartitionBuffer | undefined }[] = [];
+    if (planned < bytes) {
+      const merges = [...this.merged.keys()]
+        .filter((p) => p !== this.mergeBusy && this.merged[p] !== undefined && this.merged[p]!.busy === 0)
+        .map((p) => ({ p, held: bufferBytes(this.merged[p]) }))
+        .sort((a, b) => b.held - a.held);
+      for (const { p, held } of merges) {
+        if (planned >= bytes) break;
+        planned += held;
+        detached.push({ p, merged: this.merged[p], buffer: undefined });
+        this.merged[p] = undefined;
+      }
     }
+    let freed = planned < bytes ? this.shrinkBuffers(bytes - planned) : 0;
+    planned += freed;
+    if (planned < bytes) {
+      const buffers = [...this.buffers.keys()]
+        .filter((p) => this.pinned[p] === 0 && this.buffers[p] !== undefined && this.buffers[p]!.busy === 0)
+        .map((p) => ({ p, held: bufferBytes(this.buffers[p]) }))
+        .sort((a, b) => b.held - a.held);
+      for (const { p, held } of buffers) {
+        if (planned >= bytes) break;
+        // a partition's rows must reach the spill in order: its parked (older) rows go with it
+        const merged = this.merged[p];
+        const parked = merged !== undefined && merged.filled > 0;
+        if (parked && (p === this.mergeBusy || merged.busy > 0)) continue;
+        planned += held + (parked ? bufferBytes(merged) : 0);
+        const entry = detached.find((d) => d.p === p);
+        if (entry !== undefined) entry.buffer = this.buffers[p];
+        else detached.push({ p, merged: parked ? merged : undefined, buffer: this.buffers[p] });
+        if (parked) this.merged[p] = undefined;
+        this.buffers[p] = undefined;
+      }
+    }
+    if (detached.length === 0) return freed + (await this.store.spill());
+    // the dictionary batches detached rows need go right before them: taken now, still without an
+    // await, so they are in order with every other payload of the partition
+    const dictionaries = detached.map(({ p, merged, buffer }) => ((merged?.filled ?? 0) + (buffer?.filled ?? 0) > 0 ? this.dictionaryMessages(p) : []));
     // Evicted partitions are compressed where the pool has room for the output (reserved until the
     // spill run is on disk) and stored uncompressed where it has not.
     const extra = new Map<number, ExtraMessages>();
-    for (const { p, merged, buffer, dictionaries } of detached) {
+    detached.forEach(({ p, merged, buffer }, d) => {
       let compressionBytes = 0;
       extra.set(p, {
         encode: async () => {
-          const messages: EncodedMessage[] = await Promise.all(dictionaries);
+          const messages: EncodedMessage[] = await Promise.all(dictionaries[d]!);
           let batches = 0;
           for (const source of [merged, buffer]) {
             if (source === undefined || source.filled === 0) continue; // merged rows are older: first
@@ -332,7 +363,7 @@ export class ShuffleWriter implements Reclaimable {
           freed += this.releaseDetached(merged) + this.releaseDetached(buffer);
         },
       });
-    }
+    });
     try {
       freed += await this.store.spill(extra);
     } catch (error) {
@@ -501,6 +532,7 @@ export class ShuffleWriter implements Reclaimable {
     const rows = this.rows;
     const used = rows.usedPartitions.subarray(0, rows.usedCount);
     const plans = await this.plan(batch, { rowIds: rows.rowOffset2RowId, starts: rows.partition2RowOffset }, this.splitScratch);
+    for (const plan of plans) this.warmth ^= warmSource(plan.src);
     this.preferredRows = this.preferredCapacity(plans, numRows);
     for (const p of used) this.pinned[p] = 1;
     try {
@@ -650,24 +682,26 @@ export class ShuffleWriter implements Reclaimable {
    * cached in the payload store after the dictionary batches it needs.
    */
   private async emit(p: number, buffer: PartitionBuffer): Promise<void> {
+    // views first (nothing is allocated), so the arena's bound counts the buffers a nested column has
+    const nodes: FieldNodeInfo[] = [];
+    const bodyBuffers: Uint8Array[] = [];
+    for (const column of buffer.columns) column.snapshot(buffer.filled, nodes, bodyBuffers, false);
     let raw = 0;
-    for (const column of buffer.columns) raw += column.snapshotBytes(buffer.filled);
-    const reserved = raw + (this.codec === null ? MESSAGE_OVERHEAD_BYTES : compressionBound(raw));
+    for (const view of bodyBuffers) raw += view.byteLength;
+    // the payload's arena (a copy, with room for prefixes and padding), plus the compressor's output
+    const arena = payloadArenaBound(raw, bodyBuffers.length);
+    const reserved = arena + (this.codec === null ? MESSAGE_OVERHEAD_BYTES : compressionBound(raw));
     buffer.busy++;
     try {
-      await this.reservation.grow(reserved);
+      await this.reservation.grow(reserved); // a reclaim meanwhile leaves this busy buffer (and so the views) alone
     } finally {
       buffer.busy--;
     }
-    const nodes: FieldNodeInfo[] = [];
-    const bodyBuffers: Uint8Array[] = [];
-    for (const column of buffer.columns) {
-      column.snapshot(buffer.filled, nodes, bodyBuffers);
-      column.clear();
-    }
     // tiny batches barely compress and cost a compression call per buffer (Gluten's compression threshold)
     const policy = buffer.filled < this.options.compressionMinRows ? STORE_RAW : this.advisor;
-    const message = encodeRecordBatchMessage(buffer.filled, nodes, bodyBuffers, this.codec, policy);
+    // copies the views into the payload's arena before it returns: the buffer may be refilled at once
+    const message = encodeRecordBatchPayload(buffer.filled, nodes, bodyBuffers, this.codec, policy);
+    for (const column of buffer.columns) column.clear();
     buffer.filled = 0;
     for (const dictionary of this.dictionaryMessages(p)) this.store.add(p, dictionary, 0, false); // the tracker holds their memory
     this.store.add(p, message, reserved);
@@ -710,7 +744,11 @@ export class ShuffleWriter implements Reclaimable {
       this.reservation.shrink(growth.bytesBefore);
     }
     merged.capacity = capacity;
-    splitAppend(plans, merged.columns, merged.filled);
+    // flat columns append with block copies (their rows are contiguous); nested ones through their plans
+    merged.columns.forEach((column, c) => {
+      if (isFlat(column.layout)) appendColumn(buffer.columns[c]!, rows, column, merged!.filled, capacity, this.identity);
+      else splitPlanned(plans[c]!, 0, column, merged!.filled);
+    });
     merged.filled += rows;
     for (const column of buffer.columns) column.clear();
     buffer.filled = 0;

@@ -3,7 +3,18 @@
  * Arrow bitmaps are LSB-first: row r is bit (r & 7) of byte (r >> 3).
  */
 
-/** dst bit (dstBit + j) = src bit (srcOffset + rowIds[start + j]) for j in [0, end - start). */
+/**
+ * dst bit (dstBit + j) = src bit (srcOffset + rowIds[start + j]) for j in [0, end - start).
+ *
+ * Bits are collected in a register and stored a whole byte at a time; only
+ * the first and last byte are merged with the bits already there. Worked
+ * example: dstBit 5, three bits b0 b1 b2 = 1 0 1:
+ *
+ * ```text
+ * byte 0: keep bits 0..4, bit 5 = b0, bit 6 = b1, bit 7 = b2   (stored when full)
+ * ```
+ * With four bits, b3 goes to bit 0 of byte 1, whose bits 1..7 are kept.
+ */
 export function gatherBits(
   src: Uint8Array,
   srcOffset: number,
@@ -13,14 +24,20 @@ export function gatherBits(
   dst: Uint8Array,
   dstBit: number,
 ): void {
-  let d = dstBit;
-  for (let k = start; k < end; k++, d++) {
+  if (start >= end) return;
+  let i = dstBit >>> 3;
+  let shift = dstBit & 7;
+  let acc = dst[i]! & ((1 << shift) - 1); // the bits before dstBit
+  for (let k = start; k < end; k++) {
     const s = srcOffset + rowIds[k]!;
-    const bit = (src[s >>> 3]! >>> (s & 7)) & 1;
-    const mask = 1 << (d & 7);
-    const i = d >>> 3;
-    dst[i] = bit === 0 ? dst[i]! & ~mask : dst[i]! | mask;
+    acc |= ((src[s >>> 3]! >>> (s & 7)) & 1) << shift;
+    if (++shift === 8) {
+      dst[i++] = acc;
+      acc = 0;
+      shift = 0;
+    }
   }
+  if (shift > 0) dst[i] = acc | (dst[i]! & (0xff << shift)); // keep the bits after the last one written
 }
 
 /** Sets bits [from, from + count) of dst to 1 (rows that are all valid). */

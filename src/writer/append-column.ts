@@ -1,0 +1,51 @@
+import type { ColumnBuffer } from './column-buffer.js';
+import { countZeroBits, gatherBits } from './split-bits.js';
+
+/**
+ * Appends the first `rows` rows of one partition buffer's column to another
+ * (a merge buffer) at row `dstRow`: the payload merger's append (Gluten's
+ * InMemoryPayload::merge). Rows are contiguous, so values and binary data are
+ * block copies (memcpy) rather than the split's per-row gathers; only binary
+ * offsets are rebased and validity bits shifted.
+ *
+ * Worked example, utf8: dst holds "ab" (offsets [0, 2], dataLength 2), src
+ * holds "cde", "f" (offsets [0, 3, 4]):
+ *
+ * ```text
+ * dst data     "ab" + "cdef"                  one copy of src's dataLength bytes
+ * dst offsets  [0, 2, 2 + 3, 2 + 4] = [0, 2, 5, 6]
+ * ```
+ * The destination has room for the rows and the data (the caller sized it);
+ * `identity` holds row ids 0, 1, 2, ... (at least `rows` of them) for the bit copy.
+ */
+export function appendColumn(src: ColumnBuffer, rows: number, dst: ColumnBuffer, dstRow: number, capacity: number, identity: Uint32Array): void {
+  const layout = src.layout;
+  if (layout.kind === 'null') return;
+  if (src.validity !== null && countZeroBits(src.validity, rows) > 0) {
+    dst.ensureValidity(capacity);
+    gatherBits(src.validity, 0, identity, 0, rows, dst.validity!, dstRow);
+  } else {
+    dst.markValid(dstRow, rows);
+  }
+  switch (layout.kind) {
+    case 'fixed-width': {
+      const width = layout.byteWidth;
+      dst.values.set(src.values.subarray(0, rows * width), dstRow * width);
+      break;
+    }
+    case 'bool':
+      gatherBits(src.values, 0, identity, 0, rows, dst.values, dstRow);
+      break;
+    case 'binary': {
+      const stride = layout.offsetWidth === 8 ? 2 : 1;
+      const base = dst.dataLength - src.values32[0]!;
+      const from = src.values32;
+      const to = dst.values32;
+      // int64 offsets: low words only; the high words are 0 in both (data < 2 GiB per buffer)
+      for (let i = 1, s = stride, d = (dstRow + 1) * stride; i <= rows; i++, s += stride, d += stride) to[d] = from[s]! + base;
+      dst.data.set(src.data.subarray(src.values32[0]!, src.dataLength), dst.dataLength);
+      dst.dataLength += src.dataLength - src.values32[0]!;
+      break;
+    }
+  }
+}

@@ -1,0 +1,53 @@
+import fc from 'fast-check';
+import { afterEach, beforeEach, expect, test } from 'vitest';
+import { SpillFile, type MergeSink } from '../src/spill/spill-file.js';
+import { Rng } from './support/random.js';
+import { makeTempDir, removeDir } from './support/temp-dir.js';
+
+let dir: string;
+beforeEach(async () => (dir = await makeTempDir()));
+afterEach(async () => removeDir(dir));
+
+/**
+ * The merge reads each run through a window of buffer / runs bytes; whatever
+ * the window size (smaller than a segment, larger than a run), every
+ * partition gets exactly its segments' bytes, run by run.
+ */
+test('copyPartition returns each partition its segments in run order, for any window size', async () => {
+  await fc.assert(
+    fc.asyncProperty(fc.integer(), fc.integer({ min: 1, max: 6 }), fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 20000 }), async (seed, runs, partitions, bufferBytes) => {
+      const rng = new Rng(seed);
+      const file = await SpillFile.create(dir);
+      const expected: number[][] = Array.from({ length: partitions }, () => []);
+      let next = 0;
+      for (let r = 0; r < runs; r++) {
+        file.beginRun();
+        for (let p = 0; p < partitions; p++) {
+          if (rng.int(0, 2) === 0) continue; // not every partition in every run
+          const chunks = Array.from({ length: rng.int(1, 3) }, () => Uint8Array.from({ length: rng.int(0, rng.int(0, 1) ? 50 : 3000) }, () => next++ & 0xff));
+          for (const chunk of chunks) expected[p]!.push(...chunk);
+          await file.writeSegment(p, chunks);
+        }
+        await file.flushRun();
+        file.endRun();
+      }
+      const buffer = new Uint8Array(bufferBytes);
+      for (let p = 0; p < partitions; p++) {
+        const got: number[] = [];
+        let pending: Uint8Array[] = [];
+        const sink: MergeSink = {
+          append: async (bytes) => void pending.push(bytes),
+          flush: async () => {
+            for (const bytes of pending) got.push(...bytes);
+            pending = [];
+          },
+        };
+        await file.copyPartition(p, buffer, sink);
+        await sink.flush();
+        expect(got, `partition ${p}`).toEqual(expected[p]);
+      }
+      await file.delete();
+    }),
+    { numRuns: 60 },
+  );
+});
