@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'vitest';
-import { partitionBufferRows, targetCapacity } from '../src/writer/buffer-sizing.js';
+import { binarySlackBytes, partitionBufferRows, targetCapacity } from '../src/writer/buffer-sizing.js';
 
 const MiB = 1024 * 1024;
+const KiB = 1024;
 
 describe('partitionBufferRows follows Gluten: min((max(memLimit, floor) / bytesPerRow / P) >> 2, maxBatchRows)', () => {
   test('the documented worked example: 128 MiB floor, 41 bytes per row, 200 partitions gives 4092 rows', () => {
@@ -23,6 +24,20 @@ describe('partitionBufferRows follows Gluten: min((max(memLimit, floor) / bytesP
 
   test('the result never exceeds maxBatchRows', () => {
     expect(partitionBufferRows({ memLimit: 0, memLimitFloor: 128 * MiB, bytesPerRow: 8, numPartitions: 1, maxBatchRows: 4096 })).toBe(4096);
+  });
+});
+
+describe('binarySlackBytes: Gluten\'s 1 KiB of slack per binary buffer, capped by the per-partition share of memory', () => {
+  test('the worked example: 2 MiB, 1000 partitions, 4 string columns get 65 bytes each', () => {
+    expect(binarySlackBytes(2 * MiB, 2 * MiB, 1000, 4)).toBe(65);
+  });
+  test('with the 128 MiB floor and 200 partitions it is the full 1 KiB', () => {
+    expect(binarySlackBytes(0, 128 * MiB, 200, 4)).toBe(1024);
+  });
+  test('the slack of all partitions together never exceeds an eighth of the memory', () => {
+    for (const [memory, partitions, columns] of [[1 * MiB, 4000, 1], [2 * MiB, 1000, 4], [8 * MiB, 10000, 16], [64 * KiB, 3, 2]] as const) {
+      expect(binarySlackBytes(memory, memory, partitions, columns) * partitions * columns).toBeLessThanOrEqual(memory / 8);
+    }
   });
 });
 

@@ -53,3 +53,27 @@ export function targetCapacity(current: number, preferred: number, incoming: num
   const withinBand = wanted >= (1 - threshold) * current && wanted <= (1 + threshold) * current;
   return Math.max(withinBand ? current : wanted, incoming);
 }
+
+/** Gluten's slack on a new binary data buffer: room for a value or two longer than the average. */
+export const BINARY_SLACK_BYTES = 1024;
+
+/**
+ * The slack added to each partition's binary data buffer (per binary column)
+ * when it is sized from the running average: Gluten's 1 KiB, but never more
+ * than an eighth of the memory's per-partition share, so that under a tight
+ * limit with many partitions the slack alone cannot exceed the budget.
+ *
+ * Worked example: a 2 MiB limit, 1000 partitions, 4 string columns (the wide
+ * shape):
+ *
+ * ```text
+ * 2097152 / 1000 / 4 = 524 bytes per partition and column; / 8 = 65 bytes of slack
+ * (1 KiB each would be 1000 x 4 x 1024 = 4 MiB: twice the limit, before any row)
+ * ```
+ * With the 128 MiB floor and 200 partitions: 134217728 / 200 / 4 / 8 = 20971, so 1024.
+ */
+export function binarySlackBytes(memLimit: number, memLimitFloor: number, numPartitions: number, binaryColumns: number): number {
+  const memory = Math.max(memLimit, memLimitFloor);
+  const share = Math.floor(memory / numPartitions / Math.max(1, binaryColumns) / 8);
+  return Math.min(BINARY_SLACK_BYTES, share);
+}

@@ -16,7 +16,7 @@ import {
 import { assertDirectory, DataFileWriter } from '../format/output-files.js';
 import { MemoryPool, type MemoryReservation, type Reclaimable } from '../memory/memory-pool.js';
 import { PayloadStore, type ExtraMessages } from '../spill/payload-store.js';
-import { partitionBufferRows, targetCapacity } from './buffer-sizing.js';
+import { binarySlackBytes, partitionBufferRows, targetCapacity } from './buffer-sizing.js';
 import { onePartition, planAppend } from './append-rows.js';
 import { BufferGrowth, nestedBytes } from './buffer-growth.js';
 import { ColumnBuffer } from './column-buffer.js';
@@ -113,6 +113,8 @@ export class ShuffleWriter implements Reclaimable {
   private totalBatches = 0;
   /** per output column: binary bytes seen so far, for the running average in bytesPerRow */
   private binaryBytesSeen: number[] = [];
+  /** bytes added to a top-level binary column's estimated data capacity */
+  private binarySlack = 0;
   /** per output column: bytes of nested levels seen so far (Gluten's complexTotalSizeBytes_) */
   private nestedBytesSeen: number[] = [];
   /** the rows the running averages are over (all rows up to the end of the chunk being split) */
@@ -436,6 +438,8 @@ export class ShuffleWriter implements Reclaimable {
     this.layouts = this.outputColumns.map((i) => columnLayoutOf(schema.fields[i]!));
     this.binaryBytesSeen = this.outputColumns.map(() => 0);
     this.nestedBytesSeen = this.outputColumns.map(() => 0);
+    const { memLimit, memLimitFloor, numPartitions } = this.options;
+    this.binarySlack = binarySlackBytes(memLimit, memLimitFloor, numPartitions, this.layouts.filter((layout) => layout.kind === 'binary').length);
     const dictionaries = this.layouts.flatMap((layout) => dictionaryLayouts(layout));
     if (dictionaries.length > 0) {
       this.dictionaries = new DictionaryTracker(dictionaries, this.options.numPartitions, this.reservation, this.codec, this.advisor, this.options.dictionaryUpdates);
@@ -644,10 +648,10 @@ export class ShuffleWriter implements Reclaimable {
     return { capacity: 0, filled: 0, columns: this.layouts.map((layout) => new ColumnBuffer(layout)), busy: 0 };
   }
 
-  /** Initial binary data capacity of a top-level binary column: the average value size times rows, plus 1 KiB (Gluten). */
+  /** Initial binary data capacity of a top-level binary column: the average value size times rows, plus the slack (buffer-sizing.ts). */
   private binaryBytesFor(column: number, rows: number): number {
     const average = this.binaryBytesSeen[column]! / Math.max(1, this.rowsAveraged);
-    return Math.ceil(average) * rows + 1024;
+    return Math.ceil(average) * rows + this.binarySlack;
   }
 
   /**
