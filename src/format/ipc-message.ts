@@ -193,45 +193,52 @@ export function encodeRecordBatchHeader(
   const view = new DataView(framed.buffer);
   view.setUint32(0, CONTINUATION_MARKER, true);
   view.setInt32(4, metadataSize, true);
-  const at = 8; // flatbuffer start
-  const u16 = (pos: number, v: number) => view.setUint16(at + pos, v, true);
-  const u32 = (pos: number, v: number) => view.setUint32(at + pos, v, true);
-  const i64 = (pos: number, v: number) => {
-    view.setUint32(at + pos, v >>> 0, true);
-    view.setUint32(at + pos + 4, Math.floor(v / 4294967296), true);
-  };
-  u32(0, 16);
+  u32(view, 0, 16);
   // Message vtable and table
-  u16(4, 12), u16(6, 20), u16(8, 16), u16(10, 18), u16(12, 4), u16(14, 8);
-  u32(16, 12);
-  u32(20, 48 - 20);
-  i64(24, bodyLength);
-  u16(32, 4); // MetadataVersion.V5
-  framed[at + 34] = 3; // MessageHeader.RecordBatch
+  u16(view, 4, 12), u16(view, 6, 20), u16(view, 8, 16), u16(view, 10, 18), u16(view, 12, 4), u16(view, 14, 8);
+  u32(view, 16, 12);
+  u32(view, 20, 48 - 20);
+  i64(view, 24, bodyLength);
+  u16(view, 32, 4); // MetadataVersion.V5
+  framed[FLATBUFFER_AT + 34] = 3; // MessageHeader.RecordBatch
   // RecordBatch vtable and table
-  u16(36, 12), u16(38, 24), u16(40, 16), u16(42, 4), u16(44, 8), u16(46, withCompression ? 12 : 0);
-  u32(48, 12);
-  u32(52, nodesAt - 52);
-  u32(56, buffersAt - 56);
-  if (withCompression) u32(60, 80 - 60);
-  i64(64, rows);
+  u16(view, 36, 12), u16(view, 38, 24), u16(view, 40, 16), u16(view, 42, 4), u16(view, 44, 8), u16(view, 46, withCompression ? 12 : 0);
+  u32(view, 48, 12);
+  u32(view, 52, nodesAt - 52);
+  u32(view, 56, buffersAt - 56);
+  if (withCompression) u32(view, 60, 80 - 60);
+  i64(view, 64, rows);
   if (withCompression) {
-    u16(72, 8), u16(74, 8), u16(76, 4), u16(78, 5);
-    u32(80, 8);
-    framed[at + 84] = compression;
-    framed[at + 85] = 0; // BodyCompressionMethod.BUFFER
+    u16(view, 72, 8), u16(view, 74, 8), u16(view, 76, 4), u16(view, 78, 5);
+    u32(view, 80, 8);
+    framed[FLATBUFFER_AT + 84] = compression;
+    framed[FLATBUFFER_AT + 85] = 0; // BodyCompressionMethod.BUFFER
   }
-  u32(nodesAt, nodes.length);
+  u32(view, nodesAt, nodes.length);
   for (let i = 0, pos = nodesAt + 4; i < nodes.length; i++, pos += 16) {
-    i64(pos, nodes[i]!.length);
-    i64(pos + 8, nodes[i]!.nullCount);
+    i64(view, pos, nodes[i]!.length);
+    i64(view, pos + 8, nodes[i]!.nullCount);
   }
-  u32(buffersAt, bufferCount);
+  u32(view, buffersAt, bufferCount);
   for (let i = 0, pos = buffersAt + 4; i < regions.length; i += 2, pos += 16) {
-    i64(pos, regions[i]!);
-    i64(pos + 8, regions[i + 1]!);
+    i64(view, pos, regions[i]!);
+    i64(view, pos + 8, regions[i + 1]!);
   }
   return framed;
+}
+
+/** Where the flatbuffer starts in a framed message: after the continuation marker and the metadata size. */
+const FLATBUFFER_AT = 8;
+// module-level, not closures: a header is written per payload, and tsx wraps every named closure it creates
+function u16(view: DataView, pos: number, v: number): void {
+  view.setUint16(FLATBUFFER_AT + pos, v, true);
+}
+function u32(view: DataView, pos: number, v: number): void {
+  view.setUint32(FLATBUFFER_AT + pos, v, true);
+}
+function i64(view: DataView, pos: number, v: number): void {
+  view.setUint32(FLATBUFFER_AT + pos, v >>> 0, true);
+  view.setUint32(FLATBUFFER_AT + pos + 4, Math.floor(v / 4294967296), true);
 }
 
 /** Most bytes `encodeRecordBatchPayload` puts in its arena for body buffers of `rawBytes` bytes in all, `count` of them. */

@@ -267,13 +267,6 @@ export class ColumnBuffer {
    * `copy` is false (written out before this buffer changes again).
    */
   snapshot(rows: number, nodes: FieldNodeInfo[], buffers: Uint8Array[], copy = true): void {
-    const take = (array: Uint8Array, bytes: number) => (copy ? array.slice(0, bytes) : array.subarray(0, bytes));
-    // bits past the last row are zeroed, as the Arrow format recommends (they hold 1s and stale rows here)
-    const bitmap = (array: Uint8Array) => {
-      const out = take(array, (rows + 7) >>> 3);
-      if ((rows & 7) !== 0) out[out.length - 1]! &= (1 << (rows & 7)) - 1;
-      return out;
-    };
     const { layout } = this;
     if (layout.kind === 'null') {
       nodes.push({ length: rows, nullCount: rows });
@@ -281,28 +274,28 @@ export class ColumnBuffer {
     }
     if (layout.kind === 'union') {
       nodes.push({ length: rows, nullCount: 0 });
-      buffers.push(take(this.values, rows));
-      if (layout.mode === 'dense') buffers.push(take(new Uint8Array(this.unionOffsets.buffer, this.unionOffsets.byteOffset, rows * 4), rows * 4));
+      buffers.push(take(copy, this.values, rows));
+      if (layout.mode === 'dense') buffers.push(take(copy, new Uint8Array(this.unionOffsets.buffer, this.unionOffsets.byteOffset, rows * 4), rows * 4));
     } else {
       const nullCount = this.validity === null ? 0 : countZeroBits(this.validity, rows);
       nodes.push({ length: rows, nullCount });
-      buffers.push(nullCount === 0 ? EMPTY : bitmap(this.validity!));
+      buffers.push(nullCount === 0 ? EMPTY : bitmap(copy, this.validity!, rows));
       switch (layout.kind) {
         case 'bool':
-          buffers.push(bitmap(this.values));
+          buffers.push(bitmap(copy, this.values, rows));
           break;
         case 'fixed-width':
-          buffers.push(take(this.values, rows * layout.byteWidth));
+          buffers.push(take(copy, this.values, rows * layout.byteWidth));
           break;
         case 'dictionary':
-          buffers.push(take(this.values, rows * layout.indexWidth));
+          buffers.push(take(copy, this.values, rows * layout.indexWidth));
           break;
         case 'binary':
-          buffers.push(this.capacity === 0 ? ZERO_OFFSETS.subarray(0, layout.offsetWidth) : take(this.values, (rows + 1) * layout.offsetWidth));
-          buffers.push(take(this.data, this.dataLength));
+          buffers.push(this.capacity === 0 ? ZERO_OFFSETS.subarray(0, layout.offsetWidth) : take(copy, this.values, (rows + 1) * layout.offsetWidth));
+          buffers.push(take(copy, this.data, this.dataLength));
           break;
         case 'list':
-          buffers.push(this.capacity === 0 ? ZERO_OFFSETS.subarray(0, layout.offsetWidth) : take(this.values, (rows + 1) * layout.offsetWidth));
+          buffers.push(this.capacity === 0 ? ZERO_OFFSETS.subarray(0, layout.offsetWidth) : take(copy, this.values, (rows + 1) * layout.offsetWidth));
           break;
       }
     }
@@ -319,4 +312,16 @@ export class ColumnBuffer {
     this.values16 = new Uint16Array(values.buffer, 0, values.byteLength >>> 1);
     this.values32 = new Int32Array(values.buffer, 0, values.byteLength >>> 2);
   }
+}
+
+/** The first `bytes` bytes of `array`: a copy, or a view. */
+function take(copy: boolean, array: Uint8Array, bytes: number): Uint8Array {
+  return copy ? array.slice(0, bytes) : array.subarray(0, bytes);
+}
+
+/** The bitmap of the first `rows` rows, bits past the last row zeroed, as the Arrow format recommends (they hold 1s and stale rows here). */
+function bitmap(copy: boolean, array: Uint8Array, rows: number): Uint8Array {
+  const out = take(copy, array, (rows + 7) >>> 3);
+  if ((rows & 7) !== 0) out[out.length - 1]! &= (1 << (rows & 7)) - 1;
+  return out;
 }

@@ -101,18 +101,17 @@ export function planSplit(
   slots: { next: number },
 ): SplitPlan {
   const { layout } = src;
-  const plan = (child: SourceColumn, childSel: RowSelection) => planSplit(child, childSel, arrays, remapOf, slots);
   switch (layout.kind) {
     case 'struct':
     case 'union': {
       const dense = layout.kind === 'union' && layout.mode === 'dense';
-      const children = src.children.map((child, c) => plan(child, dense ? denseUnionChildSelection(src, sel, c, arrays, slots) : sel));
+      const children = src.children.map((child, c) => planSplit(child, dense ? denseUnionChildSelection(src, sel, c, arrays, slots) : sel, arrays, remapOf, slots));
       return { src, sel, children, remap: null };
     }
     case 'list':
-      return { src, sel, children: [plan(src.children[0]!, listChildSelection(src, sel, arrays, slots))], remap: null };
+      return { src, sel, children: [planSplit(src.children[0]!, listChildSelection(src, sel, arrays, slots), arrays, remapOf, slots)], remap: null };
     case 'fixed-size-list':
-      return { src, sel, children: [plan(src.children[0]!, fixedListChildSelection(sel, layout.listSize, arrays, slots))], remap: null };
+      return { src, sel, children: [planSplit(src.children[0]!, fixedListChildSelection(sel, layout.listSize, arrays, slots), arrays, remapOf, slots)], remap: null };
     case 'dictionary':
       return { src, sel, children: [], remap: remapOf(layout.id) };
     default:
