@@ -41,8 +41,15 @@ function encodeBatch(batch: RecordBatch, page?: Uint8Array): Uint8Array {
   return target.subarray(0, total);
 }
 
-function decode(schema: Schema, bytes: Uint8Array, rows: number): RecordBatch {
+function decodeAll(schema: Schema, bytes: Uint8Array, rows: number): RecordBatch[] {
   return new RowDecoder(schema, rowLayoutOf(schema.fields)).decode(bytes, rows, (what) => new ShuffleError('CS_CORRUPT_DATA', what));
+}
+
+/** The one batch the rows decode to. */
+function decode(schema: Schema, bytes: Uint8Array, rows: number): RecordBatch {
+  const batches = decodeAll(schema, bytes, rows);
+  expect(batches).toHaveLength(1);
+  return batches[0]!;
 }
 
 function hex(bytes: Uint8Array): string {

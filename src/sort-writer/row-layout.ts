@@ -1,6 +1,6 @@
-import { DataType, type Field } from 'apache-arrow';
+import type { Field } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
-import { columnLayoutOf } from '../writer/column-layout.js';
+import { childLayouts, columnLayoutOf, type ColumnLayout } from '../writer/column-layout.js';
 
 /**
  * The compact binary row of the sort writer: Velox's CompactRow in spirit
@@ -45,7 +45,9 @@ export type RowField =
   | { readonly kind: 'null'; readonly slot: number }
   | { readonly kind: 'bool'; readonly slot: number }
   | { readonly kind: 'fixed'; readonly slot: number; readonly width: number }
-  | { readonly kind: 'variable'; readonly slot: number; readonly offsetWidth: 4 | 8 };
+  | { readonly kind: 'variable'; readonly slot: number; readonly offsetWidth: 4 | 8 }
+  /** a nested or dictionary column: `width` bytes of slot (slotWidthOf), its value encoded as `nested value` above */
+  | { readonly kind: 'tree'; readonly slot: number; readonly width: number; readonly lengthSlot: boolean; readonly layout: ColumnLayout };
 
 export interface RowLayout {
   readonly fields: readonly RowField[];
@@ -53,7 +55,7 @@ export interface RowLayout {
   readonly bitmapBytes: number;
   /** where the variable section starts, from the start of the length prefix: 4 + bitmap + fixed section */
   readonly headerBytes: number;
-  /** indexes of the variable-length fields, in schema order */
+  /** indexes of the fields whose slot is a u32 length (strings, nested values), in schema order */
   readonly variableFields: readonly number[];
 }
 
@@ -62,7 +64,9 @@ export const ROW_LENGTH_BYTES = 4;
 
 /**
  * The row layout of the given output fields, or CS_UNSUPPORTED_TYPE naming
- * the first column a row cannot hold (nested and dictionary columns, for now).
+ * the first column a row cannot hold: exactly what the columnar writer
+ * refuses (view types, at any depth, named like `tags.item`), plus widths no
+ * writer makes.
  */
 export function rowLayoutOf(fields: readonly Field[]): RowLayout {
   const bitmapBytes = (fields.length + 7) >>> 3;
@@ -70,52 +74,65 @@ export function rowLayoutOf(fields: readonly Field[]): RowLayout {
   const variableFields: number[] = [];
   const rowFields = fields.map((field, f): RowField => {
     const slot = at;
-    const kind = rowKindOf(field);
-    switch (kind.kind) {
+    const layout = columnLayoutOf(field); // refuses what the columnar writer refuses, naming the column
+    assertRowWidths(layout, field);
+    const width = slotWidthOf(layout);
+    at += width;
+    switch (layout.kind) {
       case 'null':
         return { kind: 'null', slot };
       case 'bool':
-        at += 1;
         return { kind: 'bool', slot };
-      case 'fixed':
-        at += kind.width;
-        return { kind: 'fixed', slot, width: kind.width };
-      case 'variable':
-        at += 4;
+      case 'fixed-width':
+        return { kind: 'fixed', slot, width };
+      case 'binary':
         variableFields.push(f);
-        return { kind: 'variable', slot, offsetWidth: kind.offsetWidth };
+        return { kind: 'variable', slot, offsetWidth: layout.offsetWidth };
+      default: {
+        const lengthSlot = hasLengthSlot(layout);
+        if (lengthSlot) variableFields.push(f);
+        return { kind: 'tree', slot, width, lengthSlot, layout };
+      }
     }
   });
   return { fields: rowFields, bitmapBytes, headerBytes: at, variableFields };
 }
 
-/** `offsetWidth`: the Arrow offsets a variable-length column is read back with (Utf8 4, LargeUtf8 8). */
-type RowKind = { kind: 'null' } | { kind: 'bool' } | { kind: 'fixed'; width: number } | { kind: 'variable'; offsetWidth: 4 | 8 };
-
-function rowKindOf(field: Field): RowKind {
-  if (DataType.isDictionary(field.type)) throw unsupported(field);
-  const layout = columnLayoutOf(field); // refuses what the columnar writer refuses, naming the column
+/** Bytes of a value's slot in a record: Null 0, Bool 1, fixed width its width, a dictionary its values', everything else a u32 length. */
+export function slotWidthOf(layout: ColumnLayout): number {
   switch (layout.kind) {
     case 'null':
-      return { kind: 'null' };
+      return 0;
     case 'bool':
-      return { kind: 'bool' };
+      return 1;
     case 'fixed-width':
-      // a schema read from a file may claim widths no writer makes (a 1-bit Decimal is 1/8 byte)
-      if (!(Number.isInteger(layout.byteWidth) && layout.byteWidth > 0)) throw unsupported(field);
-      return { kind: 'fixed', width: layout.byteWidth };
-    case 'binary':
-      return { kind: 'variable', offsetWidth: layout.offsetWidth };
+      return layout.byteWidth;
+    case 'dictionary':
+      return slotWidthOf(layout.values);
     default:
-      // a layout the columnar writer learned later (nested types): rows cannot hold it yet
-      throw unsupported(field);
+      return 4;
   }
 }
 
-function unsupported(field: Field): ShuffleError {
-  return new ShuffleError(
-    'CS_UNSUPPORTED_TYPE',
-    `the sort writer cannot shuffle a column of type ${String(field.type)}: its rows hold flat types only (nested and dictionary columns are not supported yet)`,
-    { column: field.name },
-  );
+/** Whether a value's slot is a u32 length of bytes in the variable section (strings and nested values, and dictionaries of them). */
+export function hasLengthSlot(layout: ColumnLayout): boolean {
+  switch (layout.kind) {
+    case 'null':
+    case 'bool':
+    case 'fixed-width':
+      return false;
+    case 'dictionary':
+      return hasLengthSlot(layout.values);
+    default:
+      return true;
+  }
+}
+
+/** A schema read from a file may claim widths no writer makes (a 1-bit Decimal is 1/8 byte): refused at any depth. */
+function assertRowWidths(layout: ColumnLayout, field: Field): void {
+  if (layout.kind === 'fixed-width' && !(Number.isInteger(layout.byteWidth) && layout.byteWidth > 0)) {
+    throw new ShuffleError('CS_UNSUPPORTED_TYPE', `the sort writer cannot shuffle a column of type ${String(field.type)}: a value of ${layout.byteWidth} bytes`, { column: field.name });
+  }
+  if (layout.kind === 'dictionary') assertRowWidths(layout.values, field);
+  for (const child of childLayouts(layout)) assertRowWidths(child, field);
 }
