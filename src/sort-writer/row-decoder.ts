@@ -54,6 +54,10 @@ export class RowDecoder {
     }
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     this.walkRows(bytes, view, rows, corrupt);
+    if (rows === 0) {
+      this.decodeNested(bytes, view, 0, 0, corrupt);
+      return [this.decodeRange(bytes, view, 0, 0, corrupt)];
+    }
     const out: RecordBatch[] = [];
     let from = 0;
     do {
@@ -64,7 +68,6 @@ export class RowDecoder {
       out.push(this.decodeRange(bytes, view, from, to, corrupt));
       from = to;
     } while (from < rows);
-    if (rows === 0) out.push(this.decodeRange(bytes, view, 0, 0, corrupt));
     return out;
   }
 

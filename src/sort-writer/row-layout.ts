@@ -36,10 +36,61 @@ import { childLayouts, columnLayoutOf, type ColumnLayout } from '../writer/colum
  *                                           bits 0 and 1: id and name are null  padding to 16
  * ```
  *
- * Nested types will fit without changing this layout: a nested field gets a
- * u32 length slot like a string, and its value, encoded recursively (child
- * null bitmap, child slots, child variable section), goes into the variable
- * section. Until then nested and dictionary columns are refused.
+ * Nested and dictionary columns use the same layout recursively. A row's
+ * bitmap, slots and variable section form a *record* of values; a nested
+ * value is a record of its own (or of its elements), stored in the variable
+ * section of its parent like a string, with a u32 length slot:
+ *
+ * ```text
+ * record           := bitmap of its K values (ceil(K / 8) bytes, bit set: null) | K slots | variable section
+ * slot of a value  := as in the fixed section above (Null 0 bytes, Bool 1, fixed width its width,
+ *                     Utf8/Binary a u32 length), and
+ *                       List, LargeList, Map, FixedSizeList, Struct, Union
+ *                                                          u32 LE byte length of its nested value
+ *                       Dictionary                         the slot of its value type: a dictionary value
+ *                                                          is stored decoded, exactly as a value of the
+ *                                                          dictionary's value type (as Spark's UnsafeRow,
+ *                                                          which has no dictionaries, would)
+ *                     a null value's slot is zeros and it has no bytes in the variable section
+ * nested value     := List, LargeList, Map (a list of key-value structs)
+ *                       u32 LE element count N | record of the N elements
+ *                     FixedSizeList(S)
+ *                       record of the S elements (the count is the type's)
+ *                     Struct with C fields
+ *                       record of the C field values
+ *                     Union (sparse or dense: the same bytes)
+ *                       u8 type id | u8 1 if the child value is null, else 0 | slot of the child value |
+ *                       its variable section (a union is never null itself: nulls are its children's)
+ * ```
+ * No padding anywhere inside a row; every length counts exactly the bytes of
+ * its value, so a value is canonical (equal values, equal bytes) and the
+ * reader can check every length, count and type id against the bytes its
+ * parent gives it. A list of fixed-width values without nulls is its bitmap
+ * of zeros followed by the Arrow values verbatim.
+ *
+ * Worked example: `{id: Int32 not null, tags: List<Utf8>, pt: Struct<x: Int16, name: Utf8>}`
+ * (F = 3: a 1-byte bitmap, slots at 5, 9 and 13, the variable section from 17).
+ *
+ * ```text
+ * row (7, ["a", null, "bc"], {x: 5, name: null}), 44 bytes:
+ *   28 00 00 00 | 00 | 07 00 00 00 | 14 00 00 00 | 07 00 00 00 | tags value (20 B) | pt value (7 B)
+ *   length 40     bm   id = 7        tags: 20 B    pt: 7 B
+ * tags value:  03 00 00 00 | 02 | 01 00 00 00 | 00 00 00 00 | 02 00 00 00 | 61 | 62 63
+ *              3 elements    bit 1: null  "a": 1 B      null: 0       "bc": 2 B    "a"  "bc"
+ * pt value:    02 | 05 00 | 00 00 00 00
+ *              bit 1: name is null, x = 5, name's slot zeros, no variable bytes
+ * ```
+ *
+ * A union and a dictionary: `{u: DenseUnion<i: Int32 = id 0, s: Utf8 = id 5>, d: Dictionary<Int8, Utf8>}`
+ * (slots at 5 and 9; `d` has Utf8's slot, a length):
+ *
+ * ```text
+ * row (u = s: "hi", d = "xyz"), 24 bytes:
+ *   14 00 00 00 | 00 | 08 00 00 00 | 03 00 00 00 | 05 00 02 00 00 00 68 69 | 78 79 7A
+ *   length 20     bm   u: 8 B        d: 3 B        id 5, not null, "hi"      "xyz" (the value, not its index)
+ * ```
+ * The reader rebuilds a dictionary per decoded batch from the values it
+ * meets, deduplicated by their encoded bytes, in first-seen order.
  */
 export type RowField =
   | { readonly kind: 'null'; readonly slot: number }
