@@ -271,6 +271,21 @@ describe('the decoder refuses inconsistent nested values', () => {
   test('a union column marked null', () => expectCorrupt(UNION_EXAMPLE, union(), (b) => void (b[4] = 1), /null field 0 claims 8 bytes|union column is marked null/));
   test('a union child whose string runs past the union value', () => expectCorrupt(UNION_EXAMPLE, union(), (_, v) => v.setUint32(15, 5, true), /a string value claims 5 bytes, 2 are left/));
 
+  test('null fixed-size lists of a huge list size (a header can claim any) are refused once their children pass maxBufferBytes', () => {
+    const type = new FixedSizeList(1 << 22, new Field('item', new Int8(), true));
+    const schema = new Schema([new Field('f', type, true)]);
+    const bytes = Uint8Array.of(1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0).slice(0, 12);
+    // one row: length 5 (bitmap: f is null, its 4-byte length slot zero), padded to 12
+    new DataView(bytes.buffer).setUint32(0, 5, true);
+    const decoder = new RowDecoder(schema, rowLayoutOf(schema.fields));
+    const corrupt = (what: string) => new ShuffleError('CS_CORRUPT_DATA', what);
+    expect(() => decoder.decode(bytes, 1, corrupt, 1 << 20)).toThrow(/more than the 1048576-byte buffer limit/);
+    // within the limit the same row decodes, and the budget does not leak into the next decode
+    const [batch] = decoder.decode(bytes, 1, corrupt, 1 << 24);
+    expect(batch!.getChild('f')!.get(0)).toBeNull();
+    expect(batch!.getChild('f')!.data[0]!.children[0]!.length).toBe(1 << 22);
+  });
+
   test('random corruption of nested rows is CS_CORRUPT_DATA or decodes, never another error, a hang or an out-of-bounds read', () => {
     const rng = new Rng(0xbad);
     for (let round = 0; round < 30; round++) {

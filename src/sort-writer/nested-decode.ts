@@ -23,6 +23,29 @@ export type Corrupt = (what: string) => ShuffleError;
 /** Thrown (not an Error: never escapes the decoder) when a dictionary has no index left for a new value. */
 export const DICTIONARY_FULL: unique symbol = Symbol('dictionary full');
 
+/** Thrown when the buffers decoded from one block would exceed the reader's maxBufferBytes (see `startBudget`). */
+export const BUFFER_LIMIT: unique symbol = Symbol('buffer limit');
+
+/**
+ * Bytes the builders may still append while decoding one range of rows.
+ * Values come from the block's bytes, but null fixed-size lists synthesize
+ * their children (listSize each, from the header's schema): a header
+ * claiming a huge list size must not make the reader allocate without
+ * bound, so everything appended counts against the reader's maxBufferBytes,
+ * as the buffers of an IPC record batch do. Decoding is synchronous, so one
+ * counter serves every decoder.
+ */
+let budget = Number.POSITIVE_INFINITY;
+
+export function startBudget(maxBufferBytes: number): void {
+  budget = maxBufferBytes;
+}
+
+function spend(n: number): void {
+  budget -= n;
+  if (budget < 0) throw BUFFER_LIMIT;
+}
+
 /** A growable byte buffer. */
 class Buf {
   bytes = new Uint8Array(64);
@@ -31,6 +54,7 @@ class Buf {
 
   /** Room for `n` more bytes (callers have checked `n` against the bytes of the block). */
   reserve(n: number): void {
+    spend(n);
     const need = this.length + n;
     if (need <= this.bytes.length) return;
     const grown = new Uint8Array(Math.max(need, this.bytes.length * 2));
@@ -72,6 +96,7 @@ class Bits {
 
   push(set: boolean): void {
     const i = this.length;
+    if ((i & 7) === 0) spend(1);
     if ((i >>> 3) >= this.bytes.length) {
       const grown = new Uint8Array(this.bytes.length * 2);
       grown.set(this.bytes);
@@ -148,6 +173,7 @@ function lengthAt(view: DataView, slotAt: number, varAt: number, end: number, co
 
 class NullBuilder extends Builder {
   override appendNull(): void {
+    if ((this.length & 7) === 0) spend(1); // a Null column takes nothing, but a huge one must not count forever
     this.length++;
     this.nulls++;
   }

@@ -3,9 +3,9 @@ import { BufferRegion, FieldNode } from 'apache-arrow/ipc/metadata/message';
 import { VectorLoader } from 'apache-arrow/visitor/vectorloader';
 import type { ShuffleError } from '../errors.js';
 import type { FieldNodeInfo } from '../format/ipc-message.js';
-import { dataFromBuffers } from '../format/ipc-reader.js';
+import { dataFromBuffers, DEFAULT_MAX_BUFFER_BYTES } from '../format/ipc-reader.js';
 import { align4, copyBytes } from './copy-bytes.js';
-import { builderOf, DICTIONARY_FULL, type Builder, type DictionaryValues } from './nested-decode.js';
+import { BUFFER_LIMIT, builderOf, DICTIONARY_FULL, startBudget, type Builder, type DictionaryValues } from './nested-decode.js';
 import { ROW_LENGTH_BYTES, type RowLayout } from './row-layout.js';
 
 /**
@@ -34,6 +34,7 @@ export class RowDecoder {
   /** per field: the builder of a nested or dictionary field, else null */
   private readonly builders: (Builder | null)[];
   private readonly dictionaries = new Map<number, DictionaryValues>();
+  private maxBufferBytes = DEFAULT_MAX_BUFFER_BYTES;
 
   constructor(readonly schema: Schema, readonly layout: RowLayout) {
     this.variableBytes = layout.fields.map(() => 0);
@@ -46,7 +47,8 @@ export class RowDecoder {
    * column's distinct values would not fit its index type in one (each batch
    * gets a dictionary of its own values).
    */
-  decode(bytes: Uint8Array, rows: number, corrupt: (what: string) => ShuffleError): RecordBatch[] {
+  decode(bytes: Uint8Array, rows: number, corrupt: (what: string) => ShuffleError, maxBufferBytes = DEFAULT_MAX_BUFFER_BYTES): RecordBatch[] {
+    this.maxBufferBytes = maxBufferBytes;
     if (this.rowStart.length < rows) {
       const capacity = Math.max(rows, this.rowStart.length * 2);
       this.rowStart = new Uint32Array(capacity);
@@ -76,12 +78,26 @@ export class RowDecoder {
    * builders; returns `to`, or the row at which a dictionary ran out of indices.
    */
   private decodeNested(bytes: Uint8Array, view: DataView, from: number, to: number, corrupt: (what: string) => ShuffleError): number {
-    const { fields, headerBytes } = this.layout;
+    const { headerBytes } = this.layout;
     const { builders, rowStart, varCursor } = this;
     if (builders.every((b) => b === null)) return to;
     for (const values of this.dictionaries.values()) values.reset(bytes);
     for (const builder of builders) builder?.reset();
     for (let i = from; i < to; i++) varCursor[i] = rowStart[i]! + headerBytes;
+    startBudget(this.maxBufferBytes);
+    try {
+      return this.decodeNestedFields(bytes, view, from, to, corrupt);
+    } catch (error) {
+      if (error === BUFFER_LIMIT) throw corrupt(`rows ${from} to ${to} decode to more than the ${this.maxBufferBytes}-byte buffer limit`);
+      throw error;
+    } finally {
+      startBudget(Number.POSITIVE_INFINITY);
+    }
+  }
+
+  private decodeNestedFields(bytes: Uint8Array, view: DataView, from: number, to: number, corrupt: (what: string) => ShuffleError): number {
+    const { fields } = this.layout;
+    const { builders, rowStart, varCursor } = this;
     for (let f = 0; f < fields.length; f++) {
       const field = fields[f]!;
       const bitmapAt = ROW_LENGTH_BYTES + (f >>> 3);

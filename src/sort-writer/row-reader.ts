@@ -28,7 +28,7 @@ export async function* readRowPartition(bytes: Uint8Array, where: ErrorLocation 
     next = start(blocks.next()); // the next block decompresses while this one is decoded
     next?.raw.catch(() => undefined); // awaited in its turn; must not go unhandled if this one fails first
     // one batch per block, or several when a dictionary's values would overflow its index type
-    yield* decoder.decode(rows, block.rows, (what) => corruptRows(`block at ${block.at}: ${what}`, where, block.at));
+    yield* decoder.decode(rows, block.rows, (what) => corruptRows(`block at ${block.at}: ${what}`, where, block.at), maxBufferBytes);
   }
 }
 
