@@ -3,7 +3,8 @@
  * library, written plainly but not carelessly, as the third shuffle of the
  * benchmark.
  *
- * Write: every row becomes a JS object (arrow-js `batch.get(i).toJSON()`),
+ * Write: every row becomes a JS object (arrow-js `batch.get(i).toJSON()`;
+ * nested values as plain arrays, objects and Maps),
  * is hashed on its key (a 32-bit mix of the key's value) and pushed onto
  * its partition's array; at the end each partition's array is serialized
  * with `v8.serialize` (which keeps bigints, typed arrays and dates, unlike
@@ -23,7 +24,7 @@ import { open, readFile, writeFile } from 'node:fs/promises';
 import { deserialize, serialize } from 'node:v8';
 import { compressFrame, decompressFrame } from 'lz4-napi';
 import * as zstd from 'zstd-napi';
-import { makeData, RecordBatch, Struct, vectorFromArray, type Data, type Schema } from 'apache-arrow';
+import { makeData, RecordBatch, Struct, Type, vectorFromArray, type Data, type DataType, type Field, type Schema } from 'apache-arrow';
 import type { CodecName } from '../src/index.js';
 
 export interface ObjectRowOptions {
@@ -79,14 +80,50 @@ async function decompress(bytes: Uint8Array, codec: CodecName): Promise<Uint8Arr
   return bytes;
 }
 
+function isNested(type: DataType): boolean {
+  return type.typeId === Type.List || type.typeId === Type.LargeList || type.typeId === Type.FixedSizeList || type.typeId === Type.Struct || type.typeId === Type.Map;
+}
+
+/**
+ * A nested value as plain JS (what a job runner's rows hold, and what
+ * v8.serialize keeps): lists as arrays, structs as objects, maps as Maps;
+ * arrow-js's builders take the same back.
+ */
+function plain(value: unknown, type: DataType): unknown {
+  if (value === null || value === undefined) return null;
+  switch (type.typeId) {
+    case Type.List:
+    case Type.LargeList:
+    case Type.FixedSizeList: {
+      const item = type.children[0]!.type;
+      return Array.from(value as Iterable<unknown>, (v) => plain(v, item));
+    }
+    case Type.Struct: {
+      const struct = value as Record<string, unknown>;
+      return Object.fromEntries(type.children.map((f) => [f.name, plain(struct[f.name], f.type)]));
+    }
+    case Type.Map: {
+      const [keyField, valueField] = type.children[0]!.type.children as [Field, Field];
+      const out = new Map<unknown, unknown>();
+      for (const [k, v] of value as Iterable<[unknown, unknown]>) out.set(plain(k, keyField.type), plain(v, valueField.type));
+      return out;
+    }
+    default:
+      return value;
+  }
+}
+
 /** Shuffles `batches` as JS row objects into `<prefix>.data` and `<prefix>.index`. */
 export async function writeObjectRows(batches: Iterable<RecordBatch>, options: ObjectRowOptions): Promise<ObjectRowResult> {
   const { numPartitions, key } = options;
   const partitions: Row[][] = Array.from({ length: numPartitions }, () => []);
   let rows = 0;
   for (const batch of batches) {
+    const fields = batch.schema.fields;
+    const nested = fields.some((f) => isNested(f.type));
     for (let i = 0; i < batch.numRows; i++) {
-      const row = batch.get(i)!.toJSON() as Row;
+      let row = batch.get(i)!.toJSON() as Row;
+      if (nested) row = Object.fromEntries(fields.map((f) => [f.name, plain(row[f.name], f.type)]));
       partitions[partitionOfKey(row[key], numPartitions)]!.push(row);
     }
     rows += batch.numRows;

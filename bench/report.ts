@@ -173,7 +173,9 @@ Three shuffles of the same input, hash-partitioned on the key:
 Inputs: **narrow** (int64 key, float64, utf8 ~20 B, int32 10 % null), ${meta.rows['narrow']?.toLocaleString('en-US')} rows,
 ${mb(meta.inputBytes['narrow'] ?? 0)} MB of Arrow buffers; **wide** (16 lineitem-like columns: ints, 4 × decimal128(15,2), a
 flag, a bool, 3 dates, two short strings, a 10-43 B comment), ${meta.rows['wide']?.toLocaleString('en-US')} rows, ${mb(meta.inputBytes['wide'] ?? 0)} MB;
-batches of 8192 rows. **nested**: not measured yet (nested types are not in the writers yet; bench/shapes.ts marks its place).
+**nested** (int64 key, list<int32> of 0-6 items, struct<int32, utf8>, map<utf8, int64> of 0-4 entries; nulls at
+the list and struct level), ${meta.rows['nested']?.toLocaleString('en-US') ?? 'no'} rows, ${mb(meta.inputBytes['nested'] ?? 0)} MB;
+batches of 8192 rows.
 "write" is end to end: create, partition, encode/split, sort, compress, write the data, index and checksum files,
 commit. "read" reads every partition back into RecordBatches (checksums, decompression, decoding).
 "end to end" is rows / (write + read). MB/s are input MB (Arrow buffers) per second. "peak memory" is the
@@ -301,7 +303,7 @@ const COLORS: Record<ShuffleName, string> = { columnar: '#1f77b4', sort: '#d6272
 export function throughputChart(results: SuiteResults): string {
   const { meta, cases } = results;
   const panels = Object.keys(meta.rows).map((shape) => ({
-    title: `${shape} (${shape === 'narrow' ? '4 columns' : '16 columns'})`,
+    title: `${shape} (${shape === 'narrow' ? '4 columns' : shape === 'nested' ? '4 columns, 3 nested' : '16 columns'})`,
     series: SHUFFLES.map((shuffle): Series => ({
       label: SHUFFLE_LABELS[shuffle],
       color: COLORS[shuffle],

@@ -7,6 +7,8 @@
  *   npm run bench -- --quick      a small profile (about a minute); writes no file
  *   npm run bench -- --json       also print every result as one JSON object on stdout
  *   npm run bench -- --out DIR    write RESULTS.md and throughput.svg into DIR instead (also with --quick)
+ *   npm run bench -- --shape nested   only these shapes (narrow, wide, nested; repeat or comma-separate);
+ *                                 writes no file unless --out is given
  *
  * Figures on a shared 2-core machine move 20-50 % between runs: compare
  * ratios measured in one run, not absolute numbers across runs.
@@ -17,7 +19,7 @@ import { join } from 'node:path';
 import type { CodecName } from '../src/index.js';
 import { failedCase, measureCase, SHUFFLES, type CaseResult, type CaseSpec, type Input } from './measure.js';
 import { derive, e2eRate, readRate, resultsMarkdown, summaryLines, throughputChart, writeRate, type SuiteMeta, type SuiteResults } from './report.js';
-import { batchesOf, inputBytesOf, SHAPES, type Shape } from './shapes.js';
+import { batchesOf, inputBytesOf, SHAPES, type Shape, type ShapeName } from './shapes.js';
 import { spillComparison, SPILL_FRACTION } from './spill-comparison.js';
 
 const argv = process.argv.slice(2);
@@ -26,10 +28,16 @@ const quick = args.has('--quick');
 const outIndex = argv.indexOf('--out');
 const outDir = outIndex >= 0 ? argv[outIndex + 1] : undefined;
 if (outIndex >= 0 && (outDir === undefined || outDir.startsWith('--'))) throw new Error('--out needs a directory');
+/** `--shape nested` (repeatable, or `--shape narrow,nested`): only those shapes; the spill comparison runs with narrow */
+const shapeNames: ShapeName[] = argv.flatMap((a, i) => (a === '--shape' ? (argv[i + 1] ?? '').split(',') : [])).map((name) => {
+  if (!(name in SHAPES)) throw new Error(`--shape: unknown shape "${name}", expected one of ${Object.keys(SHAPES).join(', ')}`);
+  return name as ShapeName;
+});
+const selectedShapes = shapeNames.length > 0 ? [...new Set(shapeNames)] : (Object.keys(SHAPES) as ShapeName[]);
 
 const PROFILE = quick
-  ? { rows: { narrow: 200_000, wide: 50_000 }, objectFraction: 4, iterations: 1, warmup: 0, spillRounds: 1 }
-  : { rows: { narrow: 2_000_000, wide: 500_000 }, objectFraction: 8, iterations: 3, warmup: 1, spillRounds: 5 };
+  ? { rows: { narrow: 200_000, wide: 50_000, nested: 100_000 }, objectFraction: 4, iterations: 1, warmup: 0, spillRounds: 1 }
+  : { rows: { narrow: 2_000_000, wide: 500_000, nested: 1_000_000 }, objectFraction: 8, iterations: 3, warmup: 1, spillRounds: 5 };
 const PARTITION_COUNTS = [1, 8, 200, 1000, 4000, 10000];
 const CODECS: readonly CodecName[] = ['lz4', 'zstd', 'none'];
 const TIGHT_PARTITIONS = [200, 1000];
@@ -65,8 +73,8 @@ function line(c: CaseResult): string {
 async function main(): Promise<void> {
   const started = Date.now();
   const inputs: Record<string, { full: Input; object: Input }> = {};
-  for (const shape of [SHAPES.narrow, SHAPES.wide]) {
-    const rows = PROFILE.rows[shape.name as 'narrow' | 'wide'];
+  for (const shape of selectedShapes.map((name) => SHAPES[name])) {
+    const rows = PROFILE.rows[shape.name as ShapeName];
     inputs[shape.name] = { full: inputOf(shape, rows), object: inputOf(shape, Math.floor(rows / PROFILE.objectFraction)) };
   }
   const dir = await mkdtemp(join(tmpdir(), 'cs-bench-'));
@@ -86,8 +94,9 @@ async function main(): Promise<void> {
       cases.push(result);
       console.log(line(result));
     }
-    const narrow = inputs['narrow']!.full;
+    const narrow = inputs['narrow']?.full;
     for (const writer of ['hash', 'sort'] as const) {
+      if (narrow === undefined) break;
       const s = await spillComparison(writer, narrow.key, narrow.batches, narrow.inputBytes, dir, PROFILE.spillRounds, TIGHT_FLOOR);
       spill.push(s);
     }
@@ -114,7 +123,7 @@ async function main(): Promise<void> {
   for (const l of summaryLines(results)) console.log(l);
   console.log(`${((Date.now() - started) / 1000).toFixed(0)} s`);
   if (args.has('--json')) console.log(JSON.stringify(results, null, 2));
-  if (!quick || outDir !== undefined) {
+  if ((!quick && shapeNames.length === 0) || outDir !== undefined) {
     const target = (name: string) => (outDir === undefined ? new URL(`./${name}`, import.meta.url) : join(outDir, name));
     await writeFile(target('RESULTS.md'), resultsMarkdown(results));
     await writeFile(target('throughput.svg'), throughputChart(results));

@@ -9,12 +9,12 @@
  *   dates, two short strings from small vocabularies and a 10-43 byte
  *   comment made of words, 2 % null), keyed on the order key (about four
  *   lines per order).
- * - nested: NOT YET. It comes once nested types are in both writers (the
- *   columnar writer is getting them in another branch; the sort writer's row
- *   format has room for them). Its place is marked in SHAPES below.
+ * - nested: the demo's nested shape (int64 key, list<int32> of 0-6 items with
+ *   10 % null lists, struct<int32, utf8 of 8-16 B> with 5 % nulls,
+ *   map<utf8 of 4-12 B, int64> of 0-4 entries).
  */
 import { Bool, DateDay, Decimal, Field, Int32, Int64, makeData, RecordBatch, Schema, Struct, Utf8, type Data } from 'apache-arrow';
-import { batchBytes, NARROW_SCHEMA, narrowBatch } from '../src/cli/demo-data.js';
+import { batchBytes, NARROW_SCHEMA, narrowBatch, NESTED_SCHEMA, nestedBatch } from '../src/cli/demo-data.js';
 
 export const BATCH_ROWS = 8192;
 
@@ -169,11 +169,12 @@ export function wideBatch(rows: number, seed: number): RecordBatch {
   return new RecordBatch(WIDE_SCHEMA, makeData({ type: new Struct(WIDE_SCHEMA.fields), length: rows, children }));
 }
 
-export const SHAPES: Record<'narrow' | 'wide', Shape> = {
+export type ShapeName = 'narrow' | 'wide' | 'nested';
+
+export const SHAPES: Record<ShapeName, Shape> = {
   narrow: { name: 'narrow', key: 'key', schema: NARROW_SCHEMA, batch: narrowBatch },
   wide: { name: 'wide', key: 'l_orderkey', schema: WIDE_SCHEMA, batch: wideBatch },
-  // nested: { name: 'nested', key: ..., schema: ..., batch: ... }  <- PLACE FOR THE NESTED SHAPE (lists, structs,
-  // a map), to be added when both writers support nested types; bench/run.ts then needs no other change.
+  nested: { name: 'nested', key: 'key', schema: NESTED_SCHEMA, batch: nestedBatch },
 };
 
 /** `rows` rows of the shape in batches of BATCH_ROWS (seeds 1, 2, ...). */

@@ -5,14 +5,16 @@
  * type — and every row decodes to its input value (our reader and arrow-js).
  */
 import { join } from 'node:path';
-import { Dictionary, Field, Int16, Int32, Int8, RecordBatch, Schema, Struct, Utf8, Vector, makeData } from 'apache-arrow';
+import { Dictionary, Field, Int16, Int32, Int64, Int8, List, RecordBatch, Schema, Struct, Uint16, Uint32, Uint8, Utf8, Vector, makeData } from 'apache-arrow';
 import { MessageHeader } from 'apache-arrow/enum';
 import { Message, type DictionaryBatch } from 'apache-arrow/ipc/metadata/message';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { ShuffleReader } from '../src/reader/shuffle-reader.js';
 import { ShuffleWriter } from '../src/writer/shuffle-writer.js';
-import { utf8Column } from './support/columns.js';
-import { firstDifference, makeTempDir, readWithArrowJs, removeDir, runShuffle } from './support/shuffle-harness.js';
+import { buildColumn, utf8Column } from './support/columns.js';
+import { buildAny } from './support/nested.js';
+import { Rng } from './support/random.js';
+import { collect, firstDifference, makeTempDir, readWithArrowJs, removeDir, runShuffle } from './support/shuffle-harness.js';
 
 let dir: string;
 beforeEach(async () => (dir = await makeTempDir()));
@@ -182,4 +184,110 @@ test('Int16 indices and a dictionary nested in a struct round-trip with the same
   const b = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rows, nullCount: 0, children: [keys, s] }));
   const outcome = await runShuffle(dir, { numPartitions: 4, partitioning: { kind: 'hash', keys: ['k'] } }, [b, b.slice(10, 30)]);
   outcome.actual.forEach((r, p) => expect(firstDifference(r, outcome.expected[p]!, `partition ${p}`)).toBeNull());
+});
+
+/**
+ * The sort writer stores a dictionary column's decoded values in its rows; its reader gives
+ * the column back with the schema's Dictionary type, a dictionary per batch of the block's
+ * distinct values (deduplicated by their encoded bytes), and splits a block into several
+ * batches when those would not fit the index type.
+ */
+describe('sort writer: dictionary columns come back as dictionaries', () => {
+  async function sortShuffle(batches: RecordBatch[], numPartitions: number, extra: Record<string, unknown> = {}) {
+    return runShuffle(dir, { numPartitions, partitioning: numPartitions === 1 ? { kind: 'single' } : { kind: 'hash', keys: ['k'] }, ...extra }, batches, 'map', 'sort');
+  }
+
+  async function batchesOf(prefix: string, p = 0): Promise<RecordBatch[]> {
+    const reader = await ShuffleReader.open(prefix);
+    const out: RecordBatch[] = [];
+    try {
+      for await (const b of reader.readPartition(p)) out.push(b);
+    } finally {
+      await reader.close();
+    }
+    return out;
+  }
+
+  test('the schema type, one dictionary of the distinct values (duplicates in the input dictionary merged), null rows and null values null', async () => {
+    const dictionary = new Vector([utf8Column(['a', 'b', 'a', null, 'c'])]);
+    const outcome = await sortShuffle([batch(dictionary, [0, 1, 2, 3, 1]), batch(dictionary, [4, 0])], 1);
+    outcome.actual.forEach((rows, p) => expect(firstDifference(rows, outcome.expected[p]!, `partition ${p}`)).toBeNull());
+    const [out] = await batchesOf(outcome.prefix);
+    const d = out!.getChild('d')!;
+    expect(String(d.type)).toBe(String(TYPE));
+    expect((d.type as Dictionary).id).toBe(7);
+    expect([...d]).toEqual(['a', 'b', 'a', null, 'b', 'c', 'a']);
+    expect([...d.data[0]!.dictionary!]).toEqual(['a', 'b', 'c']); // first-seen order, each value once
+  });
+
+  test('int8 indices: a block of more than 128 distinct values is split into batches whose dictionaries each fit, every row right', async () => {
+    const schema = new Schema([new Field('k', new Int32(), false), new Field('d', new Dictionary(new Utf8(), new Int8(), 3), true)]);
+    const batches = Array.from({ length: 5 }, (_, b) => {
+      const values = Array.from({ length: 100 }, (_, i) => `batch${b}-value${i}`);
+      return batch(new Vector([utf8Column(values)]), Array.from({ length: 100 }, (_, i) => (i * 7 + b) % 100), schema);
+    });
+    // one partition, one block of all 500 rows (500 distinct values)
+    const outcome = await sortShuffle(batches, 1, { maxBatchRows: 4096, blockBytes: 1 << 20 });
+    expect(outcome.result.partitionBatches[0]).toBe(1);
+    outcome.actual.forEach((rows, p) => expect(firstDifference(rows, outcome.expected[p]!, `partition ${p}`)).toBeNull());
+    const out = await batchesOf(outcome.prefix);
+    expect(out.map((b) => b.numRows)).toEqual([128, 128, 128, 116]);
+    for (const b of out) {
+      const dictionary = b.getChild('d')!.data[0]!.dictionary!;
+      expect(dictionary.length).toBeLessThanOrEqual(128);
+      expect(b.getChild('d')!.type.indices.bitWidth).toBe(8);
+    }
+  });
+
+  test('uint8 indices split at 256 distinct values; repeated values do not count twice', async () => {
+    const schema = new Schema([new Field('k', new Int32(), false), new Field('d', new Dictionary(new Utf8(), new Uint8(), 4), true)]);
+    const values = Array.from({ length: 255 }, (_, i) => `v${i}`);
+    const b1 = batch(new Vector([utf8Column(values)]), Array.from({ length: 600 }, (_, i) => i % 255), schema);
+    const b2 = batch(new Vector([utf8Column(['new-1', 'new-2'])]), [0, 1, 0], schema);
+    const outcome = await sortShuffle([b1, b2], 1, { maxBatchRows: 4096, blockBytes: 1 << 20 });
+    outcome.actual.forEach((rows, p) => expect(firstDifference(rows, outcome.expected[p]!, `partition ${p}`)).toBeNull());
+    // 600 rows of 255 values, then new-1 (the 256th value) still fits, new-2 does not
+    expect((await batchesOf(outcome.prefix)).map((b) => b.numRows)).toEqual([601, 2]);
+  });
+
+  test('two columns of one dictionary id share one dictionary per batch; the coalescer may merge within it', async () => {
+    const schema = new Schema([new Field('k', new Int32(), false), new Field('d', TYPE, true), new Field('e', TYPE, true)]);
+    const dictionary = new Vector([utf8Column(['x', 'y', 'z'])]);
+    const rows = 40;
+    const keys = makeData({ type: new Int32(), length: rows, data: Int32Array.from({ length: rows }, (_, i) => i) });
+    const d = makeData({ type: TYPE, length: rows, data: Int32Array.from({ length: rows }, (_, i) => i % 3), dictionary } as never);
+    const e = makeData({ type: TYPE, length: rows, data: Int32Array.from({ length: rows }, (_, i) => (i + 1) % 2), dictionary } as never);
+    const b = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rows, nullCount: 0, children: [keys, d, e] }));
+    const outcome = await sortShuffle([b], 3);
+    outcome.actual.forEach((r, p) => expect(firstDifference(r, outcome.expected[p]!, `partition ${p}`)).toBeNull());
+    for (let p = 0; p < 3; p++) {
+      for (const out of await batchesOf(outcome.prefix, p)) expect(out.getChild('d')!.data[0]!.dictionary).toBe(out.getChild('e')!.data[0]!.dictionary);
+    }
+    const reader = await ShuffleReader.open(outcome.prefix);
+    try {
+      const coalesced = await collect(reader.readPartitions(0, 3, { coalesceRows: 1000 }));
+      expect(firstDifference(coalesced.rows, outcome.expected.flat(), 'coalesced')).toBeNull();
+    } finally {
+      await reader.close();
+    }
+  });
+
+  test('dictionaries of nested values and nested in lists and structs, every index width', async () => {
+    const rng = new Rng(77);
+    for (const Index of [Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32]) {
+      const valueType = new Struct([new Field('a', new Int32(), true), new Field('b', new List(new Field('item', new Utf8(), true)), true)]);
+      const dict = new Dictionary(valueType, new Index() as Int32);
+      const type = new List(new Field('item', new Struct([new Field('t', dict, true), new Field('u', new Dictionary(new Int64(), new Index() as Int32), true)]), true));
+      const schema = new Schema([new Field('k', new Int64(), false), new Field('v', type, true)]);
+      const dictionaries = new Map();
+      const batches = [0, 1, 2].map(() => {
+        const n = rng.int(1, 200);
+        const k = buildColumn(new Int64(), n, { bitmap: false, nullRate: 0 }, rng);
+        const v = buildAny(type, n, rng, { nullRate: 0.2, dictionaries });
+        return new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: n, nullCount: 0, children: [k, v] }));
+      });
+      const outcome = await sortShuffle(batches, 3, { overwrite: true, blockBytes: 1024 });
+      outcome.actual.forEach((r, p) => expect(firstDifference(r, outcome.expected[p]!, `${Index.name} partition ${p}`)).toBeNull());
+    }
+  });
 });

@@ -38,6 +38,8 @@ const CASES = {
   'nested shape, no spill (unbounded pool), uncompressed, 8 partitions': { limit: null, codec: 'none', batches: 12, rows: 8192, partitions: 8, shape: 'nested' },
   'sort writer, no spill (unbounded pool), lz4, 200 partitions': { limit: null, codec: 'lz4', batches: 16, rows: 8192, partitions: 200, writer: 'sort' },
   'sort writer, spilling under 4 MiB, zstd, 200 partitions': { limit: 4 * MiB, codec: 'zstd', batches: 20, rows: 8192, partitions: 200, writer: 'sort' },
+  'sort writer, nested shape, spilling under 4 MiB, lz4, 200 partitions': { limit: 4 * MiB, codec: 'lz4', batches: 12, rows: 8192, partitions: 200, shape: 'nested', writer: 'sort' },
+  'sort writer, nested shape, no spill (unbounded pool), uncompressed, 8 partitions': { limit: null, codec: 'none', batches: 12, rows: 8192, partitions: 8, shape: 'nested', writer: 'sort' },
 } satisfies Record<string, ProbeConfig>;
 type CaseName = keyof typeof CASES;
 const NAMES = Object.keys(CASES) as CaseName[];

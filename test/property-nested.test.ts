@@ -6,8 +6,10 @@
  * codecs, partitionings (hash on an int64, a struct or a dictionary key), small buffers and
  * tight memory limits, every partition comes back exactly, in input order:
  *   1. through our reader, and through readPartitions with coalesceRows;
- *   2. through arrow-js's own tableFromIPC on the partition's byte range (a standard stream);
+ *   2. through arrow-js's own tableFromIPC on the partition's byte range (a standard stream;
+ *      columnar writer only: the sort writer's partitions are blocks of rows);
  *   3. under a memory limit, the pool never exceeds it and no spill file is left.
+ * Both writers (the sort writer with random page and block sizes).
  * Seed policy as in property-roundtrip.test.ts: FC_SEED / FC_RUNS override.
  */
 import { readdir } from 'node:fs/promises';
@@ -21,6 +23,7 @@ import { buildColumn } from './support/columns.js';
 import { buildAny, randomType, type DictionaryContext } from './support/nested.js';
 import { Rng } from './support/random.js';
 import { collect, firstDifference, makeTempDir, readWithArrowJs, removeDir, runShuffle } from './support/shuffle-harness.js';
+import { WRITER_KINDS } from '../src/writer-kind.js';
 
 const SEED = process.env.FC_SEED !== undefined ? Number(process.env.FC_SEED) : 0x0e57_ed;
 const RUNS = process.env.FC_RUNS !== undefined ? Number(process.env.FC_RUNS) : 80;
@@ -36,6 +39,8 @@ interface NestedCase {
   maxBatchRows: number | undefined;
   memoryLimit: number | undefined;
   coalesceRows: number;
+  pageBytes: number;
+  blockBytes: number;
 }
 
 const caseArb: fc.Arbitrary<NestedCase> = fc.record({
@@ -60,6 +65,8 @@ const caseArb: fc.Arbitrary<NestedCase> = fc.record({
   maxBatchRows: fc.oneof(fc.integer({ min: 2, max: 16 }), fc.integer({ min: 1, max: 300 }), fc.constant(undefined)),
   memoryLimit: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.integer({ min: 4 << 20, max: 16 << 20 }) }),
   coalesceRows: fc.integer({ min: 1, max: 500 }),
+  pageBytes: fc.constantFrom(1 << 12, 1 << 14, 1 << 20),
+  blockBytes: fc.constantFrom(256, 4096, 1 << 16),
 });
 
 const KEY_TYPES: Record<'struct' | 'dictionary', () => DataType> = {
@@ -92,21 +99,25 @@ function fail(message: string | null): void {
   if (message !== null) throw new Error(message);
 }
 
-describe('shuffle round trip over random nested schemas', () => {
+describe.each(WRITER_KINDS)('%s writer: shuffle round trip over random nested schemas', (writer) => {
   test(
     'every partition comes back exactly, in order, through our reader (also coalesced) and arrow-js, within the memory limit, leaving no spill file',
     async () => {
-      console.log(`property-nested: fast-check seed ${SEED}, ${RUNS} runs (override with FC_SEED / FC_RUNS)`);
+      console.log(`property-nested (${writer} writer): fast-check seed ${SEED}, ${RUNS} runs (override with FC_SEED / FC_RUNS)`);
       await fc.assert(
         fc.asyncProperty(caseArb, async (c) => {
           const { batches, partitioning } = build(c);
           const dir = await makeTempDir();
           try {
             const pool = c.memoryLimit === undefined ? undefined : new MemoryPool(c.memoryLimit);
-            const outcome = await runShuffle(dir, { numPartitions: c.numPartitions, partitioning, codec: c.codec, maxBatchRows: c.maxBatchRows, memoryPool: pool, spillDir: dir }, batches);
+            const sizes = writer === 'sort' ? { pageBytes: c.pageBytes, blockBytes: c.blockBytes } : {};
+            const options = { numPartitions: c.numPartitions, partitioning, codec: c.codec, maxBatchRows: c.maxBatchRows, memoryPool: pool, spillDir: dir, ...sizes };
+            const outcome = await runShuffle(dir, options, batches, 'map', writer);
             outcome.actual.forEach((rows, p) => fail(firstDifference(rows, outcome.expected[p]!, `partition ${p}`)));
-            const viaArrowJs = await readWithArrowJs(outcome.prefix);
-            viaArrowJs.forEach((rows, p) => fail(firstDifference(rows, outcome.expected[p]!, `arrow-js tableFromIPC, partition ${p}`)));
+            if (writer === 'hash') {
+              const viaArrowJs = await readWithArrowJs(outcome.prefix);
+              viaArrowJs.forEach((rows, p) => fail(firstDifference(rows, outcome.expected[p]!, `arrow-js tableFromIPC, partition ${p}`)));
+            }
             const reader = await ShuffleReader.open(outcome.prefix);
             try {
               const coalesced = await collect(reader.readPartitions(0, c.numPartitions, { coalesceRows: c.coalesceRows }));

@@ -1,8 +1,11 @@
-import { makeData, RecordBatch, Struct, type Schema } from 'apache-arrow';
+import { makeData, RecordBatch, Struct, type Data, type DataType, type Schema, type Vector } from 'apache-arrow';
 import { BufferRegion, FieldNode } from 'apache-arrow/ipc/metadata/message';
 import { VectorLoader } from 'apache-arrow/visitor/vectorloader';
 import type { ShuffleError } from '../errors.js';
+import type { FieldNodeInfo } from '../format/ipc-message.js';
+import { dataFromBuffers, DEFAULT_MAX_BUFFER_BYTES } from '../format/ipc-reader.js';
 import { align4, copyBytes } from './copy-bytes.js';
+import { BUFFER_LIMIT, builderOf, DICTIONARY_FULL, startBudget, type Builder, type DictionaryValues } from './nested-decode.js';
 import { ROW_LENGTH_BYTES, type RowLayout } from './row-layout.js';
 
 /**
@@ -28,13 +31,24 @@ export class RowDecoder {
   private rowStart = new Uint32Array(0);
   private varCursor = new Uint32Array(0);
   private readonly variableBytes: number[];
+  /** per field: the builder of a nested or dictionary field, else null */
+  private readonly builders: (Builder | null)[];
+  private readonly dictionaries = new Map<number, DictionaryValues>();
+  private maxBufferBytes = DEFAULT_MAX_BUFFER_BYTES;
 
   constructor(readonly schema: Schema, readonly layout: RowLayout) {
     this.variableBytes = layout.fields.map(() => 0);
+    this.builders = layout.fields.map((field, f) => (field.kind === 'tree' ? builderOf(schema.fields[f]!.type, this.dictionaries, field.layout) : null));
   }
 
-  /** The `rows` rows held by `bytes` (exactly: no byte before, between or after them is left over). */
-  decode(bytes: Uint8Array, rows: number, corrupt: (what: string) => ShuffleError): RecordBatch {
+  /**
+   * The `rows` rows held by `bytes` (exactly: no byte before, between or
+   * after them is left over): one batch, or several when a dictionary
+   * column's distinct values would not fit its index type in one (each batch
+   * gets a dictionary of its own values).
+   */
+  decode(bytes: Uint8Array, rows: number, corrupt: (what: string) => ShuffleError, maxBufferBytes = DEFAULT_MAX_BUFFER_BYTES): RecordBatch[] {
+    this.maxBufferBytes = maxBufferBytes;
     if (this.rowStart.length < rows) {
       const capacity = Math.max(rows, this.rowStart.length * 2);
       this.rowStart = new Uint32Array(capacity);
@@ -42,32 +56,126 @@ export class RowDecoder {
     }
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     this.walkRows(bytes, view, rows, corrupt);
+    if (rows === 0) {
+      this.decodeNested(bytes, view, 0, 0, corrupt);
+      return [this.decodeRange(bytes, view, 0, 0, corrupt)];
+    }
+    const out: RecordBatch[] = [];
+    let from = 0;
+    do {
+      let to = this.decodeNested(bytes, view, from, rows, corrupt);
+      if (to === from) throw corrupt(`row ${from} alone holds more distinct values of a dictionary than its index type can address`);
+      // the dictionaries filled up at row `to`: the rows before it, again, make a batch
+      if (to < rows && this.decodeNested(bytes, view, from, to, corrupt) !== to) throw corrupt(`rows ${from} to ${to} did not decode twice alike`);
+      out.push(this.decodeRange(bytes, view, from, to, corrupt));
+      from = to;
+    } while (from < rows);
+    return out;
+  }
 
-    // the body: every field's buffers at 8-aligned offsets
+  /**
+   * Decodes the nested and dictionary fields of rows [from, to) into their
+   * builders; returns `to`, or the row at which a dictionary ran out of indices.
+   */
+  private decodeNested(bytes: Uint8Array, view: DataView, from: number, to: number, corrupt: (what: string) => ShuffleError): number {
+    const { headerBytes } = this.layout;
+    const { builders, rowStart, varCursor } = this;
+    if (builders.every((b) => b === null)) return to;
+    for (const values of this.dictionaries.values()) values.reset(bytes);
+    for (const builder of builders) builder?.reset();
+    for (let i = from; i < to; i++) varCursor[i] = rowStart[i]! + headerBytes;
+    startBudget(this.maxBufferBytes);
+    try {
+      return this.decodeNestedFields(bytes, view, from, to, corrupt);
+    } catch (error) {
+      if (error === BUFFER_LIMIT) throw corrupt(`rows ${from} to ${to} decode to more than the ${this.maxBufferBytes}-byte buffer limit`);
+      throw error;
+    } finally {
+      startBudget(Number.POSITIVE_INFINITY);
+    }
+  }
+
+  private decodeNestedFields(bytes: Uint8Array, view: DataView, from: number, to: number, corrupt: (what: string) => ShuffleError): number {
     const { fields } = this.layout;
+    const { builders, rowStart, varCursor } = this;
+    for (let f = 0; f < fields.length; f++) {
+      const field = fields[f]!;
+      const bitmapAt = ROW_LENGTH_BYTES + (f >>> 3);
+      const mask = 1 << (f & 7);
+      if (field.kind === 'variable') {
+        for (let i = from; i < to; i++) varCursor[i]! += view.getUint32(rowStart[i]! + field.slot, true);
+        continue;
+      }
+      const builder = builders[f];
+      if (builder === null || builder === undefined || field.kind !== 'tree') continue;
+      let row = from;
+      const fail = (what: string) => corrupt(`row ${row}: field ${f}: ${what}`);
+      for (; row < to; row++) {
+        const start = rowStart[row]!;
+        if ((bytes[start + bitmapAt]! & mask) !== 0) {
+          if (field.layout.kind === 'union') throw fail('a union column is marked null (unions have no nulls of their own)');
+          builder.appendNull();
+          continue;
+        }
+        const at = varCursor[row]!;
+        const end = field.lengthSlot ? at + view.getUint32(start + field.slot, true) : at; // lengths checked by walkRows
+        try {
+          if (builder.readSlot(bytes, view, start + field.slot, at, end, fail) !== end) throw fail('a value ends before its length');
+        } catch (error) {
+          if (error === DICTIONARY_FULL) return row;
+          throw error;
+        }
+        varCursor[row] = end;
+      }
+    }
+    return to;
+  }
+
+  /** The batch of rows [from, to): the flat fields decoded here, the nested ones from their builders (decodeNested). */
+  private decodeRange(bytes: Uint8Array, view: DataView, from: number, to: number, corrupt: (what: string) => ShuffleError): RecordBatch {
+    const rows = to - from;
+    const rowStart = this.rowStart.subarray(from, to);
+    const varCursor = this.varCursor.subarray(from, to);
+    const { fields, headerBytes } = this.layout;
+    // the bytes of each variable-length field in these rows
+    const { variableBytes } = this;
+    for (const f of this.layout.variableFields) {
+      let total = 0;
+      const slot = fields[f]!.slot;
+      for (let i = 0; i < rows; i++) total += view.getUint32(rowStart[i]! + slot, true);
+      variableBytes[f] = total;
+    }
+    for (let i = 0; i < rows; i++) varCursor[i] = rowStart[i]! + headerBytes;
+
+    // the body: every flat field's buffers at 8-aligned offsets
     const bitmapBytes = pad8((rows + 7) >>> 3);
     let size = 0;
     for (let f = 0; f < fields.length; f++) {
       const field = fields[f]!;
-      if (field.kind === 'null') continue;
+      if (field.kind === 'null' || field.kind === 'tree') continue;
       size += bitmapBytes;
       if (field.kind === 'bool') size += bitmapBytes;
       else if (field.kind === 'fixed') size += pad8(rows * field.width);
-      else size += pad8((rows + 1) * field.offsetWidth) + pad8(this.variableBytes[f]!);
+      else size += pad8((rows + 1) * field.offsetWidth) + pad8(variableBytes[f]!);
     }
     const body = new Uint8Array(size);
     const bodyView = new DataView(body.buffer);
     const nodes: FieldNode[] = [];
     const regions: BufferRegion[] = [];
-    const { rowStart } = this;
+    const flatTypes: DataType[] = [];
     let at = 0;
     for (let f = 0; f < fields.length; f++) {
       const field = fields[f]!;
       const bitmapAt = ROW_LENGTH_BYTES + (f >>> 3);
       const mask = 1 << (f & 7);
+      if (field.kind === 'tree') {
+        if (field.lengthSlot) for (let i = 0; i < rows; i++) varCursor[i]! += view.getUint32(rowStart[i]! + field.slot, true);
+        continue;
+      }
+      flatTypes.push(this.schema.fields[f]!.type);
       if (field.kind === 'null') {
         for (let i = 0; i < rows; i++) {
-          if ((bytes[rowStart[i]! + bitmapAt]! & mask) === 0) throw corrupt(`row ${i}: field ${f} is of type Null but its null bit is clear`);
+          if ((bytes[rowStart[i]! + bitmapAt]! & mask) === 0) throw corrupt(`row ${from + i}: field ${f} is of type Null but its null bit is clear`);
         }
         nodes.push(new FieldNode(rows, rows));
         continue;
@@ -80,7 +188,7 @@ export class RowDecoder {
         case 'bool': {
           for (let i = 0; i < rows; i++) {
             const v = bytes[rowStart[i]! + field.slot]!;
-            if (v > 1) throw corrupt(`row ${i}: Bool field ${f} holds ${v}`);
+            if (v > 1) throw corrupt(`row ${from + i}: Bool field ${f} holds ${v}`);
             body[at + (i >>> 3)]! |= v << (i & 7);
           }
           regions.push(new BufferRegion(at, (rows + 7) >>> 3));
@@ -94,15 +202,25 @@ export class RowDecoder {
           break;
         case 'variable': {
           const offsetBytes = (rows + 1) * field.offsetWidth;
-          const total = this.variableBytes[f]!;
-          this.decodeVariable(body, bodyView, at, at + pad8(offsetBytes), bytes, view, rows, field.slot, field.offsetWidth);
+          const total = variableBytes[f]!;
+          decodeVariable(body, bodyView, at, at + pad8(offsetBytes), bytes, view, rowStart, varCursor, rows, field.slot, field.offsetWidth);
           regions.push(new BufferRegion(at, offsetBytes), new BufferRegion(at + pad8(offsetBytes), total));
           at += pad8(offsetBytes) + pad8(total);
           break;
         }
       }
     }
-    const children = new VectorLoader(body, nodes, regions, new Map()).visitMany(this.schema.fields.map((field) => field.type));
+    const flat = new VectorLoader(body, nodes, regions, new Map()).visitMany(flatTypes);
+    const vectors = new Map<number, Vector>();
+    for (const [id, values] of this.dictionaries) vectors.set(id, values.finish());
+    let next = 0;
+    const children = fields.map((field, f): Data => {
+      if (field.kind !== 'tree') return flat[next++]!;
+      const treeNodes: FieldNodeInfo[] = [];
+      const buffers: Uint8Array[] = [];
+      this.builders[f]!.snapshot(treeNodes, buffers);
+      return dataFromBuffers(this.schema.fields[f]!.type, treeNodes, buffers, vectors);
+    });
     return new RecordBatch(this.schema, makeData({ type: new Struct(this.schema.fields), length: rows, nullCount: 0, children }));
   }
 
@@ -111,9 +229,8 @@ export class RowDecoder {
    * bytes it has, and sums each variable-length field's bytes.
    */
   private walkRows(bytes: Uint8Array, view: DataView, rows: number, corrupt: (what: string) => ShuffleError): void {
-    const { rowStart, varCursor, variableBytes } = this;
+    const { rowStart } = this;
     const { fields, headerBytes, variableFields } = this.layout;
-    for (const f of variableFields) variableBytes[f] = 0;
     const end = bytes.byteLength;
     let pos = 0;
     for (let i = 0; i < rows; i++) {
@@ -130,30 +247,28 @@ export class RowDecoder {
         if (valueBytes > 0 && (bytes[pos + ROW_LENGTH_BYTES + (f >>> 3)]! & (1 << (f & 7))) !== 0) throw corrupt(`row ${i}: null field ${f} claims ${valueBytes} bytes`);
         if (valueBytes > left) throw corrupt(`row ${i}: field ${f} claims ${valueBytes} bytes, its row has ${left} left`);
         left -= valueBytes;
-        variableBytes[f]! += valueBytes;
       }
       if (left !== 0) throw corrupt(`row ${i} has ${left} bytes no field accounts for`);
       rowStart[i] = pos;
-      varCursor[i] = pos + headerBytes;
       pos = next;
     }
     if (pos !== end) throw corrupt(`${end - pos} bytes follow the block's last row`);
   }
 
-  /** Arrow offsets (int32, or int64 as low and high words) at `offsetsAt` and the values at `dataAt`. */
-  private decodeVariable(body: Uint8Array, bodyView: DataView, offsetsAt: number, dataAt: number, bytes: Uint8Array, view: DataView, rows: number, slot: number, offsetWidth: 4 | 8): void {
-    const { rowStart, varCursor } = this;
-    const stride = offsetWidth === 8 ? 2 : 1;
-    const offsets = new Int32Array(body.buffer, offsetsAt, (rows + 1) * stride);
-    let total = 0;
-    for (let i = 0; i < rows; i++) {
-      const length = view.getUint32(rowStart[i]! + slot, true);
-      const from = varCursor[i]!;
-      copyBytes(bytes, view, from, body, bodyView, dataAt + total, length);
-      varCursor[i] = from + length;
-      total += length;
-      offsets[(i + 1) * stride] = total;
-    }
+}
+
+/** Arrow offsets (int32, or int64 as low and high words) at `offsetsAt` and the values at `dataAt`. */
+function decodeVariable(body: Uint8Array, bodyView: DataView, offsetsAt: number, dataAt: number, bytes: Uint8Array, view: DataView, rowStart: Uint32Array, varCursor: Uint32Array, rows: number, slot: number, offsetWidth: 4 | 8): void {
+  const stride = offsetWidth === 8 ? 2 : 1;
+  const offsets = new Int32Array(body.buffer, offsetsAt, (rows + 1) * stride);
+  let total = 0;
+  for (let i = 0; i < rows; i++) {
+    const length = view.getUint32(rowStart[i]! + slot, true);
+    const from = varCursor[i]!;
+    copyBytes(bytes, view, from, body, bodyView, dataAt + total, length);
+    varCursor[i] = from + length;
+    total += length;
+    offsets[(i + 1) * stride] = total;
   }
 }
 

@@ -1,6 +1,7 @@
 import { ShuffleError } from '../errors.js';
 import type { SourceColumn } from '../writer/source-column.js';
 import { align4, copyBytes } from './copy-bytes.js';
+import { isValid, nestedSourceOf, valueBytes, writeSlot, type NestedSource } from './nested-encode.js';
 import { ROW_LENGTH_BYTES, type RowLayout } from './row-layout.js';
 
 /** The largest row (length prefix included) the sort writer stores. */
@@ -17,7 +18,20 @@ export const MAX_ROW_BYTES = 0x7fffffff;
  * page and offset of each), then `encode` ranges of rows that share a page.
  */
 export class RowEncoder {
+  /** the nested sources of the batch last measured (per field; null for flat fields) */
+  private nestedFor: readonly SourceColumn[] | null = null;
+  private nested: (NestedSource | null)[] = [];
+
   constructor(readonly layout: RowLayout) {}
+
+  /** The nested sources of `sources`' tree fields, built once per batch. */
+  private nestedSources(sources: readonly SourceColumn[]): (NestedSource | null)[] {
+    if (this.nestedFor !== sources) {
+      this.nested = this.layout.fields.map((field, f) => (field.kind === 'tree' ? nestedSourceOf(sources[f]!) : null));
+      this.nestedFor = sources;
+    }
+    return this.nested;
+  }
 
   /**
    * Writes each row's encoded size (length prefix included, padding not)
@@ -29,7 +43,21 @@ export class RowEncoder {
     const { headerBytes, variableFields } = this.layout;
     rowBytes.fill(headerBytes, 0, rows);
     let variableBytes = 0;
+    const nested = this.nestedSources(sources);
     for (const f of variableFields) {
+      const tree = nested[f];
+      if (tree !== null && tree !== undefined) {
+        // nested values: measured a value at a time (every byte of them counts, for the pages and the pool)
+        for (let i = 0; i < rows; i++) {
+          if (!isValid(tree, i)) continue;
+          const bytes = valueBytes(tree, i);
+          const total = rowBytes[i]! + bytes;
+          if (total > MAX_ROW_BYTES) tooLarge(total, firstRow + i);
+          variableBytes += bytes;
+          rowBytes[i] = total;
+        }
+        continue;
+      }
       const src = sources[f]!;
       const offsets = src.offsets!;
       const stride = src.offsetStride;
@@ -67,6 +95,7 @@ export class RowEncoder {
     varCursor: Uint32Array,
   ): void {
     const { fields, bitmapBytes, headerBytes } = this.layout;
+    const nested = this.nestedSources(sources);
     for (let k = from; k < to; k++) {
       const i = ids[k]!;
       const start = rowStart[i]!;
@@ -100,6 +129,20 @@ export class RowEncoder {
         case 'variable':
           encodeVariable(src, ids, from, to, page, view, rowStart, varCursor, field.slot, bitmapAt, mask);
           break;
+        case 'tree': {
+          const tree = nested[f]!;
+          const slot = field.slot;
+          for (let k = from; k < to; k++) {
+            const i = ids[k]!;
+            const start = rowStart[i]!;
+            if (isValid(tree, i)) varCursor[i] = writeSlot(tree, i, page, view, start + slot, varCursor[i]!);
+            else {
+              page[start + bitmapAt]! |= mask;
+              page.fill(0, start + slot, start + slot + field.width);
+            }
+          }
+          break;
+        }
       }
     }
   }
@@ -246,11 +289,14 @@ function assertRowSizes(sources: readonly SourceColumn[], layout: RowLayout, row
     let bytes = layout.headerBytes;
     for (const f of layout.variableFields) {
       const src = sources[f]!;
+      if (layout.fields[f]!.kind === 'tree') continue; // checked as they are measured
       const stride = src.offsetStride;
       if (src.validity === null || isSet(src.validity, src.bitOffset + i)) bytes += src.offsets![(i + 1) * stride]! - src.offsets![i * stride]!;
     }
-    if (bytes > MAX_ROW_BYTES) {
-      throw new ShuffleError('CS_INVALID_ARGUMENT', `a row of ${bytes} bytes is larger than the sort writer's ${MAX_ROW_BYTES}-byte row limit`, { row: firstRow + i });
-    }
+    if (bytes > MAX_ROW_BYTES) tooLarge(bytes, firstRow + i);
   }
+}
+
+function tooLarge(bytes: number, row: number): never {
+  throw new ShuffleError('CS_INVALID_ARGUMENT', `a row of ${bytes} bytes is larger than the sort writer's ${MAX_ROW_BYTES}-byte row limit`, { row });
 }

@@ -8,7 +8,8 @@ import { rowLayoutOf, type RowLayout } from './row-layout.js';
 
 /**
  * Reads one sort-writer partition (row-format.ts) held in memory: one
- * RecordBatch per block, with the schema of the partition's header.
+ * RecordBatch per block (more when a block's dictionary values do not fit
+ * their index type in one), with the schema of the partition's header.
  * Every length is checked against the bytes present before anything is
  * allocated or decompressed: a block claiming more than `maxBufferBytes`, or
  * more rows than its bytes can hold, is refused (CS_CORRUPT_DATA with the
@@ -26,7 +27,8 @@ export async function* readRowPartition(bytes: Uint8Array, where: ErrorLocation 
     const rows = await raw;
     next = start(blocks.next()); // the next block decompresses while this one is decoded
     next?.raw.catch(() => undefined); // awaited in its turn; must not go unhandled if this one fails first
-    yield decoder.decode(rows, block.rows, (what) => corruptRows(`block at ${block.at}: ${what}`, where, block.at));
+    // one batch per block, or several when a dictionary's values would overflow its index type
+    yield* decoder.decode(rows, block.rows, (what) => corruptRows(`block at ${block.at}: ${what}`, where, block.at), maxBufferBytes);
   }
 }
 
