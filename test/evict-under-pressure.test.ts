@@ -6,6 +6,9 @@
  * compressor's output, needs once or twice the buffer's bytes again; with a 2 MiB
  * buffer pinned (the chunk being split relies on it) in a 4 MiB pool that memory
  * does not exist, while the spill path needs none (it writes the buffer's own views).
+ * And a batch as large as the pool is split in chunks of a quarter of the memory,
+ * not of one row per partition (which, for 8 partitions and rows of 512 KiB, is
+ * the whole pool: every partition of a chunk is pinned while it is split).
  */
 import { join } from 'node:path';
 import { Field, Int32, makeData, RecordBatch, Schema, Struct, Utf8 } from 'apache-arrow';
@@ -72,4 +75,21 @@ test.each([
   expect(all.map((r) => r.v).sort((a, b) => a - b)).toEqual(Array.from({ length: 2 * batches }, (_, i) => i));
   for (const rows of partitions) expect(rows.map((r) => r.v)).toEqual([...rows.map((r) => r.v)].sort((a, b) => a - b));
   expect((await listFiles(dir)).filter((f) => !f.startsWith('out.'))).toEqual([]);
+});
+
+test('rows of 512 KiB, batches of 8 (each as large as the pool), 8 partitions, a 4 MiB pool: chunks of a quarter of the memory, every row back in order', async () => {
+  const pool = new MemoryPool(4 * MiB);
+  const prefix = join(dir, 'out');
+  const writer = await ShuffleWriter.create({ numPartitions: 8, partitioning: { kind: 'round-robin' }, outputPrefix: prefix, memoryPool: pool, spillDir: dir });
+  const batches = 6;
+  for (let b = 0; b < batches; b++) await writer.write(wideBatch(8 * b, 8, 512 * 1024));
+  const result = await writer.finish();
+  expect(result.rows).toBe(8 * batches);
+  expect(result.spills).toBeGreaterThan(0);
+  expect(pool.peak).toBeLessThanOrEqual(4 * MiB);
+  expect(pool.reserved).toBe(0);
+  const partitions = await readAll(prefix);
+  expect(partitions.flat().every((r) => r.length === 512 * 1024 && r.fill)).toBe(true);
+  expect(partitions.flat().map((r) => r.v).sort((a, b) => a - b)).toEqual(Array.from({ length: 8 * batches }, (_, i) => i));
+  for (const rows of partitions) expect(rows.map((r) => r.v)).toEqual([...rows.map((r) => r.v)].sort((a, b) => a - b));
 });

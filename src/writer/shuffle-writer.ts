@@ -16,7 +16,7 @@ import {
 import { assertDirectory, DataFileWriter } from '../format/output-files.js';
 import { MemoryLimitError, MemoryPool, type MemoryReservation, type Reclaimable } from '../memory/memory-pool.js';
 import { PayloadStore, type ExtraMessages } from '../spill/payload-store.js';
-import { binarySlackBytes, partitionBufferRows, targetCapacity } from './buffer-sizing.js';
+import { binarySlackBytes, chunkRows, partitionBufferRows, targetCapacity } from './buffer-sizing.js';
 import { onePartition, planAppend } from './append-rows.js';
 import { BufferGrowth, nestedBytes } from './buffer-growth.js';
 import { ColumnBuffer } from './column-buffer.js';
@@ -110,6 +110,8 @@ export class ShuffleWriter implements Reclaimable {
   private totalRows = 0;
   /** rows per partition buffer computed for the last chunk (Gluten's preAllocRowCnt) */
   private preferredRows = 0;
+  /** rows per chunk of a batch for the last estimate (buffer-sizing.ts chunkRows); 0 before the first */
+  private chunkRows = 0;
   private totalBatches = 0;
   /** per output column: binary bytes seen so far, for the running average in bytesPerRow */
   private binaryBytesSeen: number[] = [];
@@ -548,7 +550,8 @@ export class ShuffleWriter implements Reclaimable {
   }
 
   /**
-   * Splits the batch in chunks of at most preferredRows x numPartitions rows:
+   * Splits the batch in chunks of at most preferredRows x numPartitions rows
+   * (fewer for rows too wide for one per partition: buffer-sizing.ts chunkRows):
    * a huge batch would otherwise force every partition buffer to grow to its
    * share of it (Gluten #5534). A chunk that would bring one partition more
    * than maxBatchRows rows (skew) is halved until it does not, so no output
@@ -556,8 +559,9 @@ export class ShuffleWriter implements Reclaimable {
    */
   private async splitBatch(batch: RecordBatch): Promise<void> {
     const numRows = batch.numRows;
-    const { maxBatchRows, numPartitions } = this.options;
-    const chunkRows = Math.max(1, this.preferredRows || (await this.estimateRows(batch))) * numPartitions;
+    const { maxBatchRows } = this.options;
+    if (this.chunkRows === 0) await this.estimateRows(batch);
+    const chunkRows = this.chunkRows;
     for (let start = 0; start < numRows; ) {
       let end = Math.min(numRows, start + chunkRows);
       for (;;) {
@@ -645,14 +649,17 @@ export class ShuffleWriter implements Reclaimable {
     return this.rowsFor(bytesPerRow);
   }
 
+  /** Rows per partition buffer for rows of `bytesPerRow`; also sets the rows per chunk. */
   private rowsFor(bytesPerRow: number): number {
-    return partitionBufferRows({
+    const input = {
       memLimit: this.options.memLimit,
       memLimitFloor: this.options.memLimitFloor,
       bytesPerRow: Math.ceil(bytesPerRow),
       numPartitions: this.options.numPartitions,
       maxBatchRows: this.options.maxBatchRows,
-    });
+    };
+    this.chunkRows = chunkRows(input);
+    return partitionBufferRows(input);
   }
 
   /**
