@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { binarySlackBytes, partitionBufferRows, targetCapacity } from '../src/writer/buffer-sizing.js';
+import { binarySlackBytes, chunkRows, partitionBufferRows, targetCapacity } from '../src/writer/buffer-sizing.js';
 
 const MiB = 1024 * 1024;
 const KiB = 1024;
@@ -54,5 +54,21 @@ describe('targetCapacity resizes only outside the ±25 % band', () => {
     ['never zero', 0, 0, 0, 1],
   ])('%s', (_, current, preferred, incoming, expected) => {
     expect(targetCapacity(current, preferred, incoming, 0.25)).toBe(expected);
+  });
+});
+
+describe('chunkRows: a batch is split partitionBufferRows x P rows at a time, or a quarter of the memory when not one row per partition fits', () => {
+  test('narrow rows: partitionBufferRows for every partition', () => {
+    expect(chunkRows({ memLimit: 64 * MiB, memLimitFloor: 128 * MiB, bytesPerRow: 41, numPartitions: 200, maxBatchRows: 4096 })).toBe(4092 * 200);
+  });
+
+  test('the documented worked example: 4 MiB, rows of 512 KiB, 8 partitions gives chunks of 2 rows (1 MiB), not 8 (the whole limit)', () => {
+    const input = { memLimit: 4 * MiB, memLimitFloor: 4 * MiB, bytesPerRow: 512 * KiB, numPartitions: 8, maxBatchRows: 4096 };
+    expect(partitionBufferRows(input)).toBe(0);
+    expect(chunkRows(input)).toBe(2);
+  });
+
+  test('rows wider than a quarter of the memory: one row at a time', () => {
+    expect(chunkRows({ memLimit: 2 * MiB, memLimitFloor: 2 * MiB, bytesPerRow: MiB, numPartitions: 8, maxBatchRows: 4096 })).toBe(1);
   });
 });

@@ -309,6 +309,12 @@ export class SortShuffleWriter implements Reclaimable {
       // room for more pointers (not necessarily for the whole batch: a small pool spills in between), then for a row
       if (pointers.count === pointers.capacity) await this.ensurePointerCapacity(n - k);
       await this.ensureRoom(align4(rowBytes[ids[k]!]!));
+      // a spill another consumer asked for while we awaited may still be writing the pages and
+      // pointers: rows added now would be dropped when it resets them; wait for it and look again
+      if (this.spilling !== null) {
+        await this.spilling.catch(() => undefined);
+        continue;
+      }
       // from here to the next await nothing else touches the pages or the pointers
       const number = pages.current;
       const page = pages.page(number);

@@ -31,6 +31,28 @@ export function partitionBufferRows(input: BufferSizingInput): number {
 }
 
 /**
+ * How many rows of a batch are split at a time (one chunk): `partitionBufferRows`
+ * for every partition, so a huge batch does not force every partition buffer to
+ * grow to its share of it (Gluten #5534). When the rows are so wide that not even
+ * one per partition fits (partitionBufferRows is 0), a chunk of one row per
+ * partition could be the whole memory (P = 8, rows of half a MiB, a 4 MiB limit):
+ * the chunk then has as many rows as a quarter of the memory holds, at least one.
+ *
+ * Worked example: 4 MiB, rows of 512 KiB, 8 partitions:
+ *
+ * ```text
+ * partitionBufferRows: 4194304 / 524288 / 8 = 1, >> 2 = 0
+ * chunk: 4194304 / 524288 = 8, / 4 = 2 rows (1 MiB), not 8 (the whole limit)
+ * ```
+ */
+export function chunkRows(input: BufferSizingInput): number {
+  const perPartition = partitionBufferRows(input);
+  if (perPartition >= 1) return perPartition * input.numPartitions;
+  const memory = Math.max(input.memLimit, input.memLimitFloor);
+  return Math.max(1, Math.floor(Math.floor(memory / Math.max(1, input.bytesPerRow)) / 4));
+}
+
+/**
  * The capacity a partition buffer should have for a batch bringing `incoming`
  * rows, given its `current` capacity and the freshly computed `preferred` one.
  * A buffer is re-sized only when the preferred size is outside ±threshold of the

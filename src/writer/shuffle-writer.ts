@@ -14,9 +14,9 @@ import {
   type FieldNodeInfo,
 } from '../format/ipc-message.js';
 import { assertDirectory, DataFileWriter } from '../format/output-files.js';
-import { MemoryPool, type MemoryReservation, type Reclaimable } from '../memory/memory-pool.js';
+import { MemoryLimitError, MemoryPool, type MemoryReservation, type Reclaimable } from '../memory/memory-pool.js';
 import { PayloadStore, type ExtraMessages } from '../spill/payload-store.js';
-import { binarySlackBytes, partitionBufferRows, targetCapacity } from './buffer-sizing.js';
+import { binarySlackBytes, chunkRows, partitionBufferRows, targetCapacity } from './buffer-sizing.js';
 import { onePartition, planAppend } from './append-rows.js';
 import { BufferGrowth, nestedBytes } from './buffer-growth.js';
 import { ColumnBuffer } from './column-buffer.js';
@@ -116,6 +116,8 @@ export class ShuffleWriter implements Reclaimable {
    * anyway), so from then on evictions become payloads at once
    */
   private merging = true;
+  /** rows per chunk of a batch for the last estimate (buffer-sizing.ts chunkRows); 0 before the first */
+  private chunkRows = 0;
   private totalBatches = 0;
   /** per output column: binary bytes seen so far, for the running average in bytesPerRow */
   private binaryBytesSeen: number[] = [];
@@ -235,7 +237,7 @@ export class ShuffleWriter implements Reclaimable {
         const buffer = this.buffers[p];
         if (buffer !== undefined && buffer.filled > 0) await this.evict(p, buffer);
         const merged = this.merged[p];
-        if (merged !== undefined && merged.filled > 0) await this.emit(p, merged);
+        if (merged !== undefined && merged.filled > 0) await this.orSpill(p, undefined, () => this.emit(p, merged));
         this.pinned[p] = 0;
         this.release(p);
       }
@@ -348,30 +350,7 @@ export class ShuffleWriter implements Reclaimable {
     // spill run is on disk) and stored uncompressed where it has not.
     const extra = new Map<number, ExtraMessages>();
     detached.forEach(({ p, merged, buffer }, d) => {
-      let compressionBytes = 0;
-      extra.set(p, {
-        encode: async () => {
-          const messages: EncodedMessage[] = await Promise.all(dictionaries[d]!);
-          let batches = 0;
-          for (const source of [merged, buffer]) {
-            if (source === undefined || source.filled === 0) continue; // merged rows are older: first
-            const nodes: FieldNodeInfo[] = [];
-            const views: Uint8Array[] = [];
-            for (const column of source.columns) column.snapshot(source.filled, nodes, views, false);
-            const raw = views.reduce((sum, v) => sum + v.byteLength, 0);
-            const bound = compressionBound(raw);
-            const compress = this.codec !== null && source.filled >= this.options.compressionMinRows && this.reservation.tryGrow(bound);
-            if (compress) compressionBytes += bound;
-            messages.push(await encodeRecordBatchMessage(source.filled, nodes, views, this.codec, compress ? this.advisor : STORE_RAW));
-            batches++;
-          }
-          return { messages, batches };
-        },
-        written: () => {
-          this.reservation.shrink(compressionBytes);
-          freed += this.releaseDetached(merged) + this.releaseDetached(buffer);
-        },
-      });
+      extra.set(p, this.spilledRows(merged, buffer, dictionaries[d]!, () => (freed += this.releaseDetached(merged) + this.releaseDetached(buffer))));
     });
     try {
       freed += await this.store.spill(extra);
@@ -422,6 +401,70 @@ export class ShuffleWriter implements Reclaimable {
     for (const column of buffer?.columns ?? []) bytes += column.release();
     this.reservation.shrink(bytes);
     return bytes;
+  }
+
+  /**
+   * A spill run's messages for rows written straight from their buffers (no copy): the
+   * dictionary batches they need, then `merged`'s parked rows (older), then `buffer`'s.
+   * Each is compressed when the pool has room for the compressor's output (reserved
+   * until the run is on disk) and stored uncompressed when it has not. `written` runs
+   * once the run is on disk.
+   */
+  private spilledRows(merged: PartitionBuffer | undefined, buffer: PartitionBuffer | undefined, dictionaries: Promise<EncodedMessage>[], written: () => void): ExtraMessages {
+    let compressionBytes = 0;
+    return {
+      encode: async () => {
+        const messages: EncodedMessage[] = await Promise.all(dictionaries);
+        let batches = 0;
+        for (const source of [merged, buffer]) {
+          if (source === undefined || source.filled === 0) continue; // merged rows are older: first
+          const nodes: FieldNodeInfo[] = [];
+          const views: Uint8Array[] = [];
+          for (const column of source.columns) column.snapshot(source.filled, nodes, views, false);
+          const raw = views.reduce((sum, v) => sum + v.byteLength, 0);
+          const bound = compressionBound(raw);
+          const compress = this.codec !== null && source.filled >= this.options.compressionMinRows && this.reservation.tryGrow(bound);
+          if (compress) compressionBytes += bound;
+          messages.push(await encodeRecordBatchMessage(source.filled, nodes, views, this.codec, compress ? this.advisor : STORE_RAW));
+          batches++;
+        }
+        return { messages, batches };
+      },
+      written: () => {
+        this.reservation.shrink(compressionBytes);
+        compressionBytes = 0;
+        written();
+      },
+    };
+  }
+
+  /**
+   * Writes partition p's parked rows and then `buffer`'s rows (p's partition buffer, or
+   * nothing) straight from their buffers into a new spill run, with every cached payload:
+   * the eviction for which the pool could not give the memory of a copy (the payload
+   * merger's, or a payload's arena and compression output). A buffer of rows of a
+   * megabyte each can be a good part of the limit, and copying it needs as much again.
+   * Afterwards `buffer` is empty (its capacity kept) and the merge buffer released.
+   * The caller pins p (or, in finish(), nothing else runs on it); the buffers are
+   * marked busy meanwhile, so a reclaim asked for by another consumer leaves them alone.
+   */
+  private async spillPartition(p: number, buffer: PartitionBuffer | undefined): Promise<void> {
+    const merged = this.merged[p];
+    const sources = [merged, buffer].filter((b): b is PartitionBuffer => b !== undefined && b.filled > 0);
+    if (sources.length === 0) return;
+    for (const source of sources) source.busy++;
+    try {
+      // taken without an await before the spill, so they stay in order with p's other payloads
+      const dictionaries = this.dictionaryMessages(p);
+      await this.store.spill(new Map([[p, this.spilledRows(merged, buffer, dictionaries, () => undefined)]]));
+    } finally {
+      for (const source of sources) source.busy--;
+    }
+    if (buffer !== undefined) {
+      for (const column of buffer.columns) column.clear();
+      buffer.filled = 0;
+    }
+    this.release(p, false, true);
   }
 
   private async assertUsable(action: string): Promise<void> {
@@ -514,7 +557,8 @@ export class ShuffleWriter implements Reclaimable {
   }
 
   /**
-   * Splits the batch in chunks of at most preferredRows x numPartitions rows:
+   * Splits the batch in chunks of at most preferredRows x numPartitions rows
+   * (fewer for rows too wide for one per partition: buffer-sizing.ts chunkRows):
    * a huge batch would otherwise force every partition buffer to grow to its
    * share of it (Gluten #5534). A chunk that would bring one partition more
    * than maxBatchRows rows (skew) is halved until it does not, so no output
@@ -522,8 +566,9 @@ export class ShuffleWriter implements Reclaimable {
    */
   private async splitBatch(batch: RecordBatch): Promise<void> {
     const numRows = batch.numRows;
-    const { maxBatchRows, numPartitions } = this.options;
-    const chunkRows = Math.max(1, this.preferredRows || (await this.estimateRows(batch))) * numPartitions;
+    const { maxBatchRows } = this.options;
+    if (this.chunkRows === 0) await this.estimateRows(batch);
+    const chunkRows = this.chunkRows;
     for (let start = 0; start < numRows; ) {
       let end = Math.min(numRows, start + chunkRows);
       for (;;) {
@@ -613,14 +658,17 @@ export class ShuffleWriter implements Reclaimable {
     return this.rowsFor(bytesPerRow);
   }
 
+  /** Rows per partition buffer for rows of `bytesPerRow`; also sets the rows per chunk. */
   private rowsFor(bytesPerRow: number): number {
-    return partitionBufferRows({
+    const input = {
       memLimit: this.options.memLimit,
       memLimitFloor: this.options.memLimitFloor,
       bytesPerRow: Math.ceil(bytesPerRow),
       numPartitions: this.options.numPartitions,
       maxBatchRows: this.options.maxBatchRows,
-    });
+    };
+    this.chunkRows = chunkRows(input);
+    return partitionBufferRows(input);
   }
 
   /**
@@ -678,18 +726,36 @@ export class ShuffleWriter implements Reclaimable {
   private async evict(p: number, buffer: PartitionBuffer): Promise<void> {
     this.mergeBusy = p;
     try {
-      const merged = this.merged[p];
-      if (this.merging && buffer.filled <= this.mergeMinRows) {
-        if (merged !== undefined && merged.filled + buffer.filled > this.options.maxBatchRows) await this.emit(p, merged);
-        await this.appendToMerged(p, buffer);
-        const full = this.merged[p]!;
-        if (full.filled >= this.options.maxBatchRows) await this.emit(p, full);
-        return;
-      }
-      if (merged !== undefined && merged.filled > 0) await this.emit(p, merged);
-      await this.emit(p, buffer);
+      await this.orSpill(p, buffer, async () => {
+        const merged = this.merged[p];
+        if (this.merging && buffer.filled <= this.mergeMinRows) {
+          if (merged !== undefined && merged.filled + buffer.filled > this.options.maxBatchRows) await this.emit(p, merged);
+          await this.appendToMerged(p, buffer);
+          const full = this.merged[p]!;
+          if (full.filled >= this.options.maxBatchRows) await this.emit(p, full);
+          return;
+        }
+        if (merged !== undefined && merged.filled > 0) await this.emit(p, merged);
+        await this.emit(p, buffer);
+      });
     } finally {
       this.mergeBusy = -1;
+    }
+  }
+
+  /**
+   * Runs `evict`, an eviction of partition p's rows through copies (the payload
+   * merger, payloads); when the pool cannot give the memory of a copy even after
+   * every reclaim, writes the rows left in p's merge buffer and `buffer` straight
+   * into a spill run instead (spillPartition). Every step of `evict` fails before it
+   * changes anything when its memory is refused, so the rows are where they were.
+   */
+  private async orSpill(p: number, buffer: PartitionBuffer | undefined, evict: () => Promise<void>): Promise<void> {
+    try {
+      await evict();
+    } catch (error) {
+      if (!(error instanceof MemoryLimitError) || this.failure !== null || this.state === 'aborted') throw error;
+      await this.spillPartition(p, buffer);
     }
   }
 

@@ -20,6 +20,7 @@ import { narrowBatch, nestedBatch } from '../../src/cli/demo-data.js';
 import type { CodecName } from '../../src/format/codec.js';
 import { MemoryPool } from '../../src/memory/memory-pool.js';
 import { createShuffleWriter, type AnyShuffleWriter, type WriterKind } from '../../src/writer-kind.js';
+import { MATRIX_PARTITIONING, MatrixInput, type MatrixSpec } from './matrix-input.js';
 
 export interface ProbeConfig {
   /** pool limit in bytes; null for an unbounded pool */
@@ -32,6 +33,14 @@ export interface ProbeConfig {
   shape?: 'narrow' | 'nested';
   /** which writer (default hash, the columnar one) */
   writer?: WriterKind;
+  /**
+   * A spill-matrix input (test/support/matrix-input.ts) instead of `batches` narrow or
+   * nested batches: its sources are built before the baseline, each batch is made
+   * right before its write and dropped after it (`batches` and `rows` are then ignored)
+   */
+  matrix?: MatrixSpec;
+  /** sample after every n-th write only (default 1; thousands of tiny batches) */
+  sampleEvery?: number;
 }
 
 export interface ProbeSample {
@@ -49,8 +58,13 @@ export interface ProbeReport {
   config: ProbeConfig;
   /** arrayBuffers (absolute) after the input batches were built and a GC */
   baseline: number;
-  /** bytes of the input batches' buffers */
+  /** bytes of the input batches' buffers (a matrix input: all batches written) */
   inputBytes: number;
+  /** a matrix input: the largest batch written, in Arrow bytes */
+  largestBatchBytes: number;
+  /** the largest ArrayBuffer growth over the baseline at any sample (after a GC), and before the GC */
+  maxArrayBuffers: number;
+  maxArrayBuffersBeforeGc: number;
   samples: ProbeSample[];
   spills: number;
   spilledBytes: number;
@@ -92,9 +106,13 @@ const arrayBuffers = () => process.memoryUsage().arrayBuffers;
 
 export async function probe(config: ProbeConfig): Promise<ProbeReport> {
   const started = performance.now();
-  const input = Array.from({ length: config.batches }, (_, i) => (config.shape === 'nested' ? nestedBatch : narrowBatch)(config.rows, 1000 + i));
-  let inputBytes = 0;
+  const matrix = config.matrix === undefined ? null : new MatrixInput(config.matrix);
+  const input = matrix !== null ? [] : Array.from({ length: config.batches }, (_, i) => (config.shape === 'nested' ? nestedBatch : narrowBatch)(config.rows, 1000 + i));
+  let inputBytes = matrix?.inputBytes ?? 0;
   for (const batch of input) for (const child of batch.data.children) for (const b of [child.values, child.valueOffsets, child.nullBitmap]) inputBytes += b?.byteLength ?? 0;
+  const batchCount = matrix?.numBatches ?? input.length;
+  const batchAt = (i: number) => (matrix !== null ? matrix.batch(i) : input[i]!);
+  const every = Math.max(1, config.sampleEvery ?? 1);
   const outDir = await mkdtemp(join(tmpdir(), 'cs-probe-out-'));
   const spillDir = await mkdtemp(join(tmpdir(), 'cs-probe-spill-'));
   try {
@@ -103,7 +121,7 @@ export async function probe(config: ProbeConfig): Promise<ProbeReport> {
     const pool = new MemoryPool(config.limit ?? Number.POSITIVE_INFINITY);
     let writer: AnyShuffleWriter | null = await createShuffleWriter(config.writer ?? 'hash', {
       numPartitions: config.partitions,
-      partitioning: { kind: 'hash', keys: ['key'] },
+      partitioning: matrix !== null ? MATRIX_PARTITIONING : { kind: 'hash', keys: ['key'] },
       outputPrefix: join(outDir, 'map'),
       codec: config.codec,
       memoryPool: pool,
@@ -116,9 +134,9 @@ export async function probe(config: ProbeConfig): Promise<ProbeReport> {
       await fullGc();
       samples.push({ after, reserved: pool.reserved, arrayBuffers: arrayBuffers() - baseline, arrayBuffersBeforeGc });
     };
-    for (let i = 0; i < input.length; i++) {
-      await writer.write(input[i]!);
-      await sample(i + 1);
+    for (let i = 0; i < batchCount; i++) {
+      await writer.write(batchAt(i));
+      if ((i + 1) % every === 0 || i + 1 === batchCount) await sample(i + 1);
     }
     const result = await writer.finish();
     await sample('finish'); // the finished writer is still referenced here, as a caller holding it would
@@ -129,6 +147,9 @@ export async function probe(config: ProbeConfig): Promise<ProbeReport> {
       config,
       baseline,
       inputBytes,
+      largestBatchBytes: matrix?.largestBatchBytes ?? 0,
+      maxArrayBuffers: Math.max(...samples.map((s) => s.arrayBuffers)),
+      maxArrayBuffersBeforeGc: Math.max(...samples.map((s) => s.arrayBuffersBeforeGc)),
       samples,
       spills: result.spills,
       spilledBytes: result.spilledBytes,
