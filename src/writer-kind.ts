@@ -25,14 +25,15 @@ export interface AnyShuffleWriter {
   abort(): Promise<void>;
 }
 
+/** CS_INVALID_ARGUMENT unless `kind` names a writer (it may come from a command line, JSON or another thread). */
+export function assertWriterKind(kind: unknown): asserts kind is WriterKind {
+  if (!WRITER_KINDS.includes(kind as WriterKind)) {
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `unknown writer "${String(kind)}": expected one of ${WRITER_KINDS.join(', ')}`);
+  }
+}
+
 /** Creates a writer of the given kind; the options are ShuffleWriter's (plus the sort writer's page and block sizes). */
 export async function createShuffleWriter(kind: WriterKind, options: SortShuffleWriterOptions): Promise<AnyShuffleWriter> {
-  switch (kind) {
-    case 'hash':
-      return ShuffleWriter.create(options);
-    case 'sort':
-      return SortShuffleWriter.create(options);
-    default:
-      throw new ShuffleError('CS_INVALID_ARGUMENT', `unknown writer "${String(kind)}": expected one of ${WRITER_KINDS.join(', ')}`);
-  }
+  assertWriterKind(kind);
+  return kind === 'sort' ? SortShuffleWriter.create(options) : ShuffleWriter.create(options);
 }

@@ -3,13 +3,20 @@ import { hostname } from 'node:os';
 import type { RecordBatch } from 'apache-arrow';
 import { ioError } from '../errors.js';
 import { assertDirectory } from '../format/output-files.js';
-import { ShuffleWriter } from '../writer/shuffle-writer.js';
-import type { ShuffleWriterOptions } from '../writer/writer-options.js';
+import type { SortShuffleWriterOptions } from '../sort-writer/sort-shuffle-writer.js';
+import { assertWriterKind, createShuffleWriter, type AnyShuffleWriter, type WriterKind } from '../writer-kind.js';
 import { assertMapOutputId, mapOutputPrefix, mapOutputSpillDir, type MapOutputId } from './map-output-id.js';
 import type { MapStatus } from './map-status.js';
 import { removeSpillDir } from './shuffle-files.js';
 
-export interface MapOutputWriterOptions extends Omit<ShuffleWriterOptions, 'outputPrefix' | 'mapId' | 'overwrite' | 'spillDir'> {
+export interface MapOutputWriterOptions extends Omit<SortShuffleWriterOptions, 'outputPrefix' | 'mapId' | 'overwrite' | 'spillDir'> {
+  /**
+   * The writer of the output (default `hash`, the columnar ShuffleWriter; `sort`, the
+   * SortShuffleWriter, for many partitions). Both commit the same files, ShuffleReader and
+   * ReduceReader read either, and the MapStatus has the same shape. `pageBytes` and
+   * `blockBytes` size the sort writer only; the hash writer's sizing options are ignored by it.
+   */
+  writer?: WriterKind;
   /** The shuffle directory (it must exist): the output is `<dir>/shuffle_<shuffle>_<map>_<attempt>.data`, `.index`, `.checksum.CRC32C`. */
   dir: string;
   /** Shuffle id, map id (also the round-robin seed) and attempt number. */
@@ -19,9 +26,9 @@ export interface MapOutputWriterOptions extends Omit<ShuffleWriterOptions, 'outp
 }
 
 /**
- * One attempt of one map task: a ShuffleWriter whose files are named from the
- * map output id, with a spill directory of its own, that returns the output's
- * MapStatus when it commits.
+ * One attempt of one map task: a shuffle writer (hash or sort, as `writer`
+ * says) whose files are named from the map output id, with a spill directory
+ * of its own, that returns the output's MapStatus when it commits.
  *
  * Protocol: `await MapOutputWriter.create(options)`, any number of
  * `await write(batch)`, then `await finish()` (the MapStatus) or `await abort()`.
@@ -39,15 +46,17 @@ export class MapOutputWriter {
     readonly id: MapOutputId,
     readonly prefix: string,
     private readonly spillDir: string,
-    private readonly writer: ShuffleWriter,
+    private readonly writer: AnyShuffleWriter,
     private readonly started: number,
   ) {}
 
   static async create(options: MapOutputWriterOptions): Promise<MapOutputWriter> {
     const started = performance.now();
     assertMapOutputId(options.id);
+    const kind = options.writer ?? 'hash';
+    assertWriterKind(kind); // before anything is created
     await assertDirectory(options.dir);
-    const { dir, id, spillRoot, ...writerOptions } = options;
+    const { dir, id, spillRoot, writer: _, ...writerOptions } = options;
     const prefix = mapOutputPrefix(dir, id);
     const spillDir = mapOutputSpillDir(spillRoot ?? dir, id);
     try {
@@ -56,7 +65,7 @@ export class MapOutputWriter {
       throw ioError('create the spill directory', spillDir, cause);
     }
     try {
-      const writer = await ShuffleWriter.create({ ...writerOptions, outputPrefix: prefix, mapId: id.mapId, spillDir, overwrite: false });
+      const writer = await createShuffleWriter(kind, { ...writerOptions, outputPrefix: prefix, mapId: id.mapId, spillDir, overwrite: false });
       return new MapOutputWriter(id, prefix, spillDir, writer, started);
     } catch (error) {
       await removeDir(spillDir);
@@ -64,7 +73,7 @@ export class MapOutputWriter {
     }
   }
 
-  /** Writes one batch (ShuffleWriter.write). Any failure, a refused batch too, aborts the attempt: a retry is a new attempt. */
+  /** Writes one batch (the writer's `write`). Any failure, a refused batch too, aborts the attempt: a retry is a new attempt. */
   async write(batch: RecordBatch): Promise<void> {
     try {
       await this.writer.write(batch);

@@ -8,7 +8,7 @@ import { batchToTransferable, type TransferMode } from './batch-transfer.js';
 import { assertMapOutputId, idLocation, type MapOutputId } from './map-output-id.js';
 import type { MapStatus } from './map-status.js';
 import { discardMapOutput } from './shuffle-files.js';
-import { TRANSFER_WINDOW, type HostMessage, type MapTaskWriterSpec, type WorkerMessage, type WorkerTask } from './worker-protocol.js';
+import { TRANSFER_WINDOW, writerSpecOf, type HostMessage, type MapTaskWriterSpec, type WorkerMessage, type WorkerTask } from './worker-protocol.js';
 
 export interface MapTaskPoolOptions {
   /** Worker threads, i.e. map tasks that run at once (an integer >= 1). */
@@ -399,17 +399,7 @@ export class MapTaskPool {
 }
 
 function workerTask(spec: MapTaskSpec): WorkerTask {
-  const task: WorkerTask = {
-    dir: spec.dir,
-    id: { shuffleId: spec.id.shuffleId, mapId: spec.id.mapId, attempt: spec.id.attempt },
-    spillRoot: spec.spillRoot,
-    numPartitions: spec.numPartitions,
-    partitioning: spec.partitioning,
-    codec: spec.codec,
-    maxBatchRows: spec.maxBatchRows,
-    mergeThreshold: spec.mergeThreshold,
-    compressionMinRows: spec.compressionMinRows,
-  };
+  const task: WorkerTask = writerSpecOf(spec);
   if (spec.outputSchema !== undefined) task.outputSchema = encodeSchemaMessage(spec.outputSchema);
   if (spec.transform !== undefined) {
     task.transform = { module: moduleHref(spec.transform.module), export: spec.transform.export ?? 'default', args: spec.transform.args };

@@ -11,7 +11,7 @@ import { readIpcSchema } from '../format/ipc-reader.js';
 import { MemoryPool } from '../memory/memory-pool.js';
 import { batchFromTransferable } from './batch-transfer.js';
 import { MapOutputWriter } from './map-output-writer.js';
-import type { HostMessage, MapTransform, WorkerMessage, WorkerTask } from './worker-protocol.js';
+import { writerSpecOf, type HostMessage, type MapTransform, type WorkerMessage, type WorkerTask } from './worker-protocol.js';
 
 if (parentPort === null) throw new Error('map-task-worker.js runs in a worker thread started by MapTaskPool');
 const port = parentPort;
@@ -107,15 +107,7 @@ async function runTask(running: Running, task: WorkerTask, memoryBytes: number):
   try {
     const transform = task.transform === undefined ? passThrough : await loadTransform(task.transform.module, task.transform.export);
     writer = await MapOutputWriter.create({
-      dir: task.dir,
-      id: task.id,
-      spillRoot: task.spillRoot,
-      numPartitions: task.numPartitions,
-      partitioning: task.partitioning,
-      codec: task.codec,
-      maxBatchRows: task.maxBatchRows,
-      mergeThreshold: task.mergeThreshold,
-      compressionMinRows: task.compressionMinRows,
+      ...writerSpecOf(task), // the writer kind and its options, as the host sent them
       schema: task.outputSchema === undefined ? undefined : readIpcSchema(task.outputSchema),
       // this thread's share of the process-wide budget (memory pools are per-thread objects)
       memoryPool: Number.isFinite(memoryBytes) ? new MemoryPool(memoryBytes) : new MemoryPool(),

@@ -1,7 +1,9 @@
 import type { RecordBatch } from 'apache-arrow';
 import type { SerializedError } from '../errors.js';
 import type { CodecName } from '../format/codec.js';
+import type { DictionaryUpdates } from '../writer/dictionary-tracker.js';
 import type { Partitioning } from '../writer/partitioner.js';
+import type { WriterKind } from '../writer-kind.js';
 import type { TransferableBatch } from './batch-transfer.js';
 import type { MapOutputId } from './map-output-id.js';
 import type { MapStatus } from './map-status.js';
@@ -33,18 +35,49 @@ export type MapTransform = (input: AsyncIterable<RecordBatch>, args: unknown) =>
 /** Batches sent but not yet pulled by the worker's transform: bounds the memory in flight between threads. */
 export const TRANSFER_WINDOW = 2;
 
-/** What a map task's writer is told: plain data, it crosses to the worker as it is. */
+/** What a map task's writer is told (see MapOutputWriterOptions): plain data, it crosses to the worker as it is. */
 export interface MapTaskWriterSpec {
-  /** The shuffle directory, the attempt's id and its spill root (see MapOutputWriterOptions). */
+  /** The shuffle directory, the attempt's id and its spill root. */
   dir: string;
   id: MapOutputId;
   spillRoot?: string;
+  /** `hash` (default, the columnar writer) or `sort` (the row writer); the status has the same shape. */
+  writer?: WriterKind;
   numPartitions: number;
   partitioning: Partitioning;
   codec?: CodecName;
   maxBatchRows?: number;
   mergeThreshold?: number;
   compressionMinRows?: number;
+  dictionaryUpdates?: DictionaryUpdates;
+  /** The sort writer's page and block sizes (the hash writer ignores them). */
+  pageBytes?: number;
+  blockBytes?: number;
+}
+
+/** Every option of MapTaskWriterSpec: the compiler refuses this list when the spec gains one it lacks, so none is dropped on the way to the worker. */
+const WRITER_SPEC_KEYS = {
+  dir: true,
+  id: true,
+  spillRoot: true,
+  writer: true,
+  numPartitions: true,
+  partitioning: true,
+  codec: true,
+  maxBatchRows: true,
+  mergeThreshold: true,
+  compressionMinRows: true,
+  dictionaryUpdates: true,
+  pageBytes: true,
+  blockBytes: true,
+} as const satisfies Record<keyof MapTaskWriterSpec, true>;
+
+/** The writer options of a spec and nothing else (a spec may carry more, which need not clone), with a plain copy of its id. */
+export function writerSpecOf(spec: MapTaskWriterSpec): MapTaskWriterSpec {
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(WRITER_SPEC_KEYS) as (keyof MapTaskWriterSpec)[]) if (spec[key] !== undefined) copy[key] = spec[key];
+  copy.id = { shuffleId: spec.id.shuffleId, mapId: spec.id.mapId, attempt: spec.id.attempt };
+  return copy as unknown as MapTaskWriterSpec;
 }
 
 /** The structured-clone form of a MapTaskSpec. */
