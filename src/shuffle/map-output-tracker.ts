@@ -1,4 +1,4 @@
-import { ShuffleError } from '../errors.js';
+import { ShuffleError, type ErrorLocation } from '../errors.js';
 import { idLocation } from './map-output-id.js';
 import { assertMapStatus, type MapStatus } from './map-status.js';
 
@@ -26,7 +26,10 @@ interface Waiter {
 }
 
 interface ShuffleEntry {
+  readonly shuffleId: number;
   numMaps: number;
+  /** set by unregisterShuffle: locators handed out before answer no more, even if the id is registered again */
+  unregistered: boolean;
   statuses: (MapStatus | undefined)[];
   waiters: Set<Waiter>[];
   failure: ShuffleError | null;
@@ -35,8 +38,16 @@ interface ShuffleEntry {
 /**
  * The runner's record of which attempt of each map task holds the output a
  * shuffle is read from (Spark's MapOutputTracker). Only committed outputs are
- * registered, so readers never see a partial one; registering another attempt
- * of the same map replaces the first (the runner names the attempt).
+ * registered, so readers never see a partial one.
+ *
+ * Attempts: registering a newer attempt of a map replaces the registered one
+ * (a retry's output supersedes), and `registerMapOutput` returns the status it
+ * replaced so that the runner can discard its files; an older attempt never
+ * replaces a newer one (a late commit of a stale attempt is refused), unless
+ * the runner unregisters the newer one first; registering the same attempt
+ * again replaces its status and returns nothing (its files are the ones
+ * registered). A reader takes each map's status once, when it starts or when
+ * the status comes: a reader already reading a replaced output goes on with it.
  *
  * Protocol: `registerShuffle(id, numMaps)`; then, in any order and from any
  * number of readers, `registerMapOutput(status)` after each map task commits
@@ -52,7 +63,9 @@ export class MapOutputTracker {
     if (!(Number.isSafeInteger(numMaps) && numMaps >= 0)) throw new ShuffleError('CS_INVALID_ARGUMENT', `numMaps must be a whole number >= 0, got ${numMaps}`, { shuffle: shuffleId });
     if (this.shuffles.has(shuffleId)) throw new ShuffleError('CS_INVALID_ARGUMENT', 'this shuffle is already registered', { shuffle: shuffleId });
     this.shuffles.set(shuffleId, {
+      shuffleId,
       numMaps,
+      unregistered: false,
       statuses: new Array<MapStatus | undefined>(numMaps).fill(undefined),
       waiters: Array.from({ length: numMaps }, () => new Set<Waiter>()),
       failure: null,
@@ -60,16 +73,25 @@ export class MapOutputTracker {
   }
 
   /**
-   * Records a committed map output and wakes the readers waiting for it. The
-   * status must belong to a registered shuffle and agree with the other maps
-   * about the number of partitions.
+   * Records a committed map output and wakes the readers waiting for it; returns
+   * the status of the older attempt it replaced, if any (its files are the
+   * runner's to discard with discardMapOutput). The status must belong to a
+   * registered shuffle, name one of its maps, agree with the other maps about
+   * the number of partitions, and not be of an older attempt than the one
+   * registered (CS_INVALID_ARGUMENT otherwise).
    */
-  registerMapOutput(status: MapStatus): void {
+  registerMapOutput(status: MapStatus): MapStatus | undefined {
     assertMapStatus(status);
-    const { shuffleId, mapId } = status.id;
+    const { shuffleId, mapId, attempt } = status.id;
     const entry = this.entry(shuffleId);
-    if (mapId >= entry.numMaps) {
-      throw new ShuffleError('CS_INVALID_ARGUMENT', `map ${mapId} does not exist: the shuffle has ${entry.numMaps} map tasks`, idLocation(status.id));
+    assertMapInRange(entry, mapId, idLocation(status.id));
+    const registered = entry.statuses[mapId];
+    if (registered !== undefined && attempt < registered.id.attempt) {
+      throw new ShuffleError(
+        'CS_INVALID_ARGUMENT',
+        `attempt ${attempt} is older than the registered attempt ${registered.id.attempt}: a stale attempt never replaces a newer one (unregister that one first)`,
+        idLocation(status.id),
+      );
     }
     const other = entry.statuses.find((s) => s !== undefined && s.id.mapId !== mapId);
     if (other !== undefined && other.numPartitions !== status.numPartitions) {
@@ -83,12 +105,22 @@ export class MapOutputTracker {
     const waiters = entry.waiters[mapId]!;
     entry.waiters[mapId] = new Set();
     for (const waiter of waiters) waiter.resolve(status);
+    return registered !== undefined && registered.id.attempt < attempt ? registered : undefined;
   }
 
-  /** Forgets map `mapId`'s output (it was lost); readers that start later wait for a new one. */
-  unregisterMapOutput(shuffleId: number, mapId: number): void {
+  /**
+   * Forgets map `mapId`'s output (it was lost) and returns its status, if one
+   * was registered; readers that start later wait for a new one. With
+   * `attempt`, only if that attempt is the one registered: a report about a
+   * lost old attempt does not drop the newer output that replaced it.
+   */
+  unregisterMapOutput(shuffleId: number, mapId: number, attempt?: number): MapStatus | undefined {
     const entry = this.entry(shuffleId);
-    if (mapId >= 0 && mapId < entry.numMaps) entry.statuses[mapId] = undefined;
+    assertMapInRange(entry, mapId);
+    const registered = entry.statuses[mapId];
+    if (registered === undefined || (attempt !== undefined && registered.id.attempt !== attempt)) return undefined;
+    entry.statuses[mapId] = undefined;
+    return registered;
   }
 
   /** No more outputs will come (a map task failed for good): every reader waiting, now or later, fails with CS_MAP_OUTPUT_FAILED. */
@@ -99,11 +131,16 @@ export class MapOutputTracker {
     this.rejectAll(entry, entry.failure);
   }
 
-  /** Stops tracking the shuffle; readers still waiting fail with CS_MAP_OUTPUT_FAILED. */
+  /**
+   * Stops tracking the shuffle (a shuffle not tracked is ignored); readers still
+   * waiting, and later calls through its locators, fail with CS_MAP_OUTPUT_FAILED,
+   * also once the id is registered again (that is another shuffle).
+   */
   unregisterShuffle(shuffleId: number): void {
     const entry = this.shuffles.get(shuffleId);
     if (entry === undefined) return;
     this.shuffles.delete(shuffleId);
+    entry.unregistered = true;
     this.rejectAll(entry, new ShuffleError('CS_MAP_OUTPUT_FAILED', 'the shuffle was unregistered while a reader waited for it', { shuffle: shuffleId }));
   }
 
@@ -130,6 +167,18 @@ export class MapOutputTracker {
   waitFor(shuffleId: number, mapId: number, signal?: AbortSignal): Promise<MapStatus> {
     const entry = this.shuffles.get(shuffleId);
     if (entry === undefined) return Promise.reject(new ShuffleError('CS_MAP_OUTPUT_FAILED', 'the shuffle is not registered', { shuffle: shuffleId }));
+    return this.waitOn(entry, mapId, signal);
+  }
+
+  /** A locator over one shuffle, for the reduce reader: bound to this registration of it. */
+  locator(shuffleId: number): MapOutputLocator {
+    const entry = this.entry(shuffleId);
+    return { shuffleId, numMaps: entry.numMaps, waitFor: (mapId, signal) => this.waitOn(entry, mapId, signal) };
+  }
+
+  private waitOn(entry: ShuffleEntry, mapId: number, signal?: AbortSignal): Promise<MapStatus> {
+    const { shuffleId } = entry;
+    if (entry.unregistered) return Promise.reject(new ShuffleError('CS_MAP_OUTPUT_FAILED', 'the shuffle was unregistered', { shuffle: shuffleId }));
     if (!(Number.isInteger(mapId) && mapId >= 0 && mapId < entry.numMaps)) {
       return Promise.reject(new ShuffleError('CS_INVALID_ARGUMENT', `map ${mapId} does not exist: the shuffle has ${entry.numMaps} map tasks`, { shuffle: shuffleId }));
     }
@@ -159,12 +208,6 @@ export class MapOutputTracker {
     });
   }
 
-  /** A locator over one shuffle, for the reduce reader. */
-  locator(shuffleId: number): MapOutputLocator {
-    const entry = this.entry(shuffleId);
-    return { shuffleId, numMaps: entry.numMaps, waitFor: (mapId, signal) => this.waitFor(shuffleId, mapId, signal) };
-  }
-
   private entry(shuffleId: number): ShuffleEntry {
     const entry = this.shuffles.get(shuffleId);
     if (entry === undefined) throw new ShuffleError('CS_INVALID_ARGUMENT', 'the shuffle is not registered', { shuffle: shuffleId });
@@ -175,6 +218,12 @@ export class MapOutputTracker {
     const waiters = entry.waiters.flatMap((set) => [...set]);
     entry.waiters.forEach((set) => set.clear());
     for (const waiter of waiters) waiter.reject(error);
+  }
+}
+
+function assertMapInRange(entry: ShuffleEntry, mapId: number, where: ErrorLocation = { shuffle: entry.shuffleId, map: mapId }): void {
+  if (!(Number.isSafeInteger(mapId) && mapId >= 0 && mapId < entry.numMaps)) {
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `map ${mapId} does not exist: the shuffle has ${entry.numMaps} map tasks`, where);
   }
 }
 
