@@ -14,6 +14,7 @@ import {
   ShuffleError,
   type MapStatus,
   type MapTask,
+  type WriterKind,
 } from 'columnar-shuffle';
 import type { InjectedFault } from './map-tasks.js';
 import { SILENT, type ProgressBoard } from './progress.js';
@@ -74,6 +75,8 @@ export interface RunOptions {
   threads: number;
   /** The map tasks' memory budget, split evenly over the threads. */
   memoryBytes?: number;
+  /** The writer of the map tasks' outputs (default `hash`, the columnar one; `sort`, the row writer, pays off with many partitions); reducers read either. */
+  writer?: WriterKind;
   /** Run the map tasks in this pool (a runner that lives longer than one job keeps its threads) instead of a new one of `threads` and `memoryBytes`. */
   pool?: MapTaskPool;
   /** Attempts per task before the job fails (default 4). */
@@ -196,6 +199,7 @@ async function runMapStage(stage: MapStage, ctx: StageContext & { pool: MapTaskP
           {
             dir: ctx.options.dir,
             id: { shuffleId: stage.shuffleId, mapId: task, attempt },
+            writer: ctx.options.writer,
             numPartitions: stage.numPartitions,
             partitioning: { kind: 'hash', keys: stage.keys },
             outputSchema: stage.outputSchema,

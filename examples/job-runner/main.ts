@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { ShuffleError } from 'columnar-shuffle';
+import { ShuffleError, WRITER_KINDS, type WriterKind } from 'columnar-shuffle';
 import { runJob, type Fault, type JobResult, type StageReport } from './dag.js';
 import { generatedOrders, InputError, ordersFromFile, type OrdersSource } from './data.js';
 import { checkJoin, checkOrdersPerCustomer, joinJob, joinReference, ordersPerCustomerJob, ordersPerCustomerReference, type CustomerAnswer, type JoinSummary } from './jobs.js';
@@ -30,6 +30,8 @@ export const USAGE = `usage: job-runner [--job orders|join] [--input orders.arro
   --partitions N      reduce partitions (default 8)
   --threads N         worker threads for map tasks (default: CPUs, at most 4)
   --memory SIZE       memory budget of the map tasks, split over the threads (default 64MiB)
+  --writer hash|sort  the map tasks' shuffle writer: hash, the columnar one (default), or sort, the
+                      row writer (for thousands of partitions); the reducers read either
   --pipelined         start the reducers with the map tasks (they read outputs as they commit)
   --fail-map N        make attempt 0 of map task N throw mid-write
   --kill-map N        terminate the worker thread of attempt 0 of map task N mid-write
@@ -80,7 +82,7 @@ export async function main(argv: string[], io: IO = { stdout: process.stdout, st
   if (args.failMap !== undefined) faults.push({ stage, task: args.failMap, attempt: 0, kind: 'throw' });
   if (args.killMap !== undefined) faults.push({ stage, task: args.killMap, attempt: 0, kind: 'terminate' });
   if (args.zombieMap !== undefined) faults.push({ stage, task: args.zombieMap, attempt: 0, kind: 'zombie' });
-  const runOptions = { dir, threads: args.threads, memoryBytes: args.memory, pipelined: args.pipelined, maxAttempts: args.maxAttempts, faults, progress };
+  const runOptions = { dir, threads: args.threads, memoryBytes: args.memory, writer: args.writer, pipelined: args.pipelined, maxAttempts: args.maxAttempts, faults, progress };
   const shape = { maps: args.maps, partitions: args.partitions };
   try {
     if (args.dir !== undefined && !(await stat(args.dir).then((s) => s.isDirectory(), () => false))) {
@@ -89,7 +91,7 @@ export async function main(argv: string[], io: IO = { stdout: process.stdout, st
     }
     out(`columnar-shuffle job runner: ${args.job === 'join' ? 'orders join customers (shuffle hash join)' : 'orders per customer (two-phase aggregate)'}`);
     out(`  input     ${source.description}`);
-    out(`  plan      ${args.maps} map tasks, ${args.partitions} reduce partitions, ${args.threads} worker threads, map memory ${bytes(args.memory)} (${bytes(Math.floor(args.memory / args.threads))} per thread)${args.pipelined ? ', pipelined' : ''}`);
+    out(`  plan      ${args.maps} map tasks, ${args.partitions} reduce partitions, ${args.threads} worker threads, map memory ${bytes(args.memory)} (${bytes(Math.floor(args.memory / args.threads))} per thread), ${args.writer} writer${args.pipelined ? ', pipelined' : ''}`);
     let problems: string[];
     let checkMs: number;
     let result: JobResult<CustomerAnswer> | JobResult<JoinSummary>;
@@ -146,6 +148,7 @@ function parse(argv: string[]) {
       partitions: { type: 'string' },
       threads: { type: 'string' },
       memory: { type: 'string' },
+      writer: { type: 'string' },
       pipelined: { type: 'boolean' },
       'fail-map': { type: 'string' },
       'kill-map': { type: 'string' },
@@ -157,6 +160,8 @@ function parse(argv: string[]) {
   });
   const job = values.job ?? 'orders';
   if (job !== 'orders' && job !== 'join') throw new Error(`--job must be orders or join, got ${job}`);
+  const writer = values.writer ?? 'hash';
+  if (!WRITER_KINDS.includes(writer as WriterKind)) throw new Error(`--writer must be ${WRITER_KINDS.join(' or ')}, got ${writer}`);
   const maps = integer(values.maps, 'maps', 1) ?? 8;
   const task = (name: 'fail-map' | 'kill-map' | 'zombie-map') => {
     const n = integer(values[name], name, 0);
@@ -173,6 +178,7 @@ function parse(argv: string[]) {
     partitions: integer(values.partitions, 'partitions', 1) ?? 8,
     threads: integer(values.threads, 'threads', 1) ?? Math.min(4, availableParallelism()),
     memory: byteSize(values.memory) ?? 64 * 1024 * 1024,
+    writer: writer as WriterKind,
     pipelined: values.pipelined === true,
     failMap: task('fail-map'),
     killMap: task('kill-map'),
