@@ -63,3 +63,35 @@ describe('readIpcStream refuses lengths it cannot trust before allocating', () =
     expect((await failure(await streamWithPrefix('lz4', -5n))).code).toBe('CS_CORRUPT_DATA');
   });
 });
+
+/**
+ * The reader decompresses the next record batch while it hands out the current one: the look-ahead
+ * must not change what a consumer sees of a stream damaged after some good batches.
+ */
+describe('reading ahead keeps the order of batches and errors', () => {
+  async function batchOf(value: number, codec: 'lz4' | 'zstd' | null): Promise<Uint8Array[]> {
+    const values = new Uint8Array(new Int32Array(1024).fill(value).buffer);
+    return (await encodeRecordBatchMessage(1024, [{ length: 1024, nullCount: 0 }], [new Uint8Array(0), values], codec === null ? null : codecByName(codec))).chunks;
+  }
+
+  test.each(['lz4', 'zstd', null] as const)('codec %s: batches come in stream order, each with its own values', async (codec) => {
+    const chunks = [encodeSchemaMessage(schema)];
+    for (let v = 0; v < 5; v++) chunks.push(...(await batchOf(v, codec)));
+    chunks.push(END_OF_STREAM);
+    const seen: number[] = [];
+    for await (const batch of readIpcStream(new Uint8Array(Buffer.concat(chunks)))) seen.push(batch.getChildAt(0)!.get(1023) as number);
+    expect(seen).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  test.each(['lz4', null] as const)('codec %s: the good batches before a damaged message are handed out, then its error', async (codec) => {
+    const good = [encodeSchemaMessage(schema), ...(await batchOf(1, codec)), ...(await batchOf(2, codec))];
+    // a message header claiming more metadata than the stream holds
+    const damaged = Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0x00, 0x10, 0x00, 0x00);
+    const seen: number[] = [];
+    const read = async (): Promise<void> => {
+      for await (const batch of readIpcStream(new Uint8Array(Buffer.concat([...good, damaged])))) seen.push(batch.getChildAt(0)!.get(0) as number);
+    };
+    await expect(read()).rejects.toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringMatching(/runs past the end of the stream/) });
+    expect(seen).toEqual([1, 2]);
+  });
+});

@@ -7,7 +7,7 @@ import {
   type DictionaryBatch as DictionaryBatchHeader,
   type RecordBatch as RecordBatchHeader,
 } from 'apache-arrow/ipc/metadata/message';
-import { VectorLoader } from 'apache-arrow/visitor/vectorloader';
+import { CompressedVectorLoader, VectorLoader } from 'apache-arrow/visitor/vectorloader';
 import { ShuffleError, type ErrorLocation } from '../errors.js';
 import { codecByArrowType } from './codec.js';
 import { CONTINUATION_MARKER, padding8, type FieldNodeInfo } from './ipc-message.js';
@@ -36,11 +36,29 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
   const version = first.message.version;
   const dictionaries = new Map<number, Vector>();
 
-  for (let next = messages.next(); next !== null; next = messages.next()) {
+  const types = schema.fields.map((f) => f.type);
+  const load = (raw: RawMessage): Promise<Data[]> => {
+    const loading = loadColumns(raw.header as RecordBatchHeader, raw.body, types, dictionaries, version, messages, raw.start, maxBufferBytes);
+    loading.catch(() => undefined); // awaited in turn; a failure surfaces there
+    return loading;
+  };
+  // While a record batch is handed out, the next one (if the next message is one) is already
+  // decompressing on the libuv pool. Dictionary batches are taken in order: nothing is loaded past one.
+  let next = messages.next();
+  let loading = next !== null && isRecordBatch(next) ? load(next) : null;
+  while (next !== null) {
     const { message, body, start } = next;
+    let following: RawMessage | null = null;
+    let followingError: unknown = null;
     if (message.headerType === MessageHeader.RecordBatch) {
       const header = next.header as RecordBatchHeader;
-      const children = await loadColumns(header, body, schema.fields.map((f) => f.type), dictionaries, version, messages, start, maxBufferBytes);
+      try {
+        following = messages.next();
+      } catch (error) {
+        followingError = error; // reported after this batch, as without the look-ahead
+      }
+      const followingLoad = following !== null && isRecordBatch(following) ? load(following) : null;
+      const children = await loading!;
       const mismatch = children.findIndex((child) => child.length !== header.length);
       if (mismatch >= 0) {
         throw messages.corrupt(`the record batch has ${header.length} rows but column ${mismatch} has ${children[mismatch]!.length}`, start);
@@ -60,6 +78,10 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
         throw messages.corrupt('the schema has several columns of the same name, which arrow-js cannot hold apart', start);
       }
       yield batch;
+      if (followingError !== null) throw followingError;
+      next = following;
+      loading = followingLoad;
+      continue;
     } else if (message.headerType === MessageHeader.DictionaryBatch) {
       const header = next.header as DictionaryBatchHeader;
       const type = schema.dictionaries.get(header.id);
@@ -74,7 +96,13 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
     } else {
       throw messages.corrupt(`unexpected ${MessageHeader[message.headerType] ?? message.headerType} message`, start);
     }
+    next = messages.next();
+    loading = next !== null && isRecordBatch(next) ? load(next) : null;
   }
+}
+
+function isRecordBatch(raw: RawMessage): boolean {
+  return raw.message.headerType === MessageHeader.RecordBatch;
 }
 
 /**
@@ -224,20 +252,22 @@ async function loadColumns(
       throw messages.corrupt(`buffer [${region.offset}, +${region.length}) lies outside the message body`, messageStart);
     }
   }
-  let loadedBody = body;
-  let regions = header.buffers;
-  if (header.compression !== null) {
-    ({ body: loadedBody, regions } = await decompressBody(header, body, messages, messageStart, maxBufferBytes));
-  }
   try {
-    return new VectorLoader(loadedBody, header.nodes, regions, dictionaries, version, header.variadicBufferCounts).visitMany(types);
+    if (header.compression === null) {
+      return new VectorLoader(body, header.nodes, header.buffers, dictionaries, version, header.variadicBufferCounts).visitMany(types);
+    }
+    const buffers = await decompressBody(header, body, messages, messageStart, maxBufferBytes);
+    return new CompressedVectorLoader(buffers, header.nodes, header.buffers, dictionaries, version, header.variadicBufferCounts).visitMany(types);
   } catch (cause) {
+    if (cause instanceof ShuffleError) throw cause;
     throw messages.corrupt(`cannot load record batch: ${(cause as Error).message}`, messageStart, cause);
   }
 }
 
 /**
- * Decompresses every buffer of a compressed body into one fresh, 8-aligned body.
+ * Decompresses every buffer of a compressed body, each into an array of its
+ * own (8-aligned, as arrow-js views 64-bit values in place); buffers stored
+ * raw are views into the body.
  * ```text
  * region bytes: int64 LE uncompressedLength | frame    (uncompressedLength >= 0)
  *               int64 LE -1                 | raw bytes
@@ -250,7 +280,7 @@ async function decompressBody(
   messages: MessageCursor,
   messageStart: number,
   maxBufferBytes: number,
-): Promise<{ body: Uint8Array; regions: BufferRegion[] }> {
+): Promise<Uint8Array[]> {
   const codec = codecByArrowType(header.compression!.type);
   let total = 0;
   const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
@@ -260,7 +290,7 @@ async function decompressBody(
       if (region.length < 8) throw messages.corrupt(`compressed buffer ${index} is shorter than its length prefix`, messageStart);
       const declared = view.getBigInt64(region.offset, true);
       const payload = body.subarray(region.offset + 8, region.offset + region.length);
-      if (declared === -1n) return payload;
+      if (declared === -1n) return aligned8(payload);
       // lengths are checked before anything is allocated: a decompression bomb is refused, not attempted
       total += Number(declared);
       if (declared < 0n || declared > BigInt(maxBufferBytes) || total > maxBufferBytes) {
@@ -277,25 +307,15 @@ async function decompressBody(
       if (BigInt(out.byteLength) !== declared) {
         throw messages.corrupt(`buffer ${index} decompressed to ${out.byteLength} bytes, its prefix says ${declared}`, messageStart);
       }
-      return out;
+      return aligned8(out);
     }),
   );
-  return assembleBody(pieces);
+  return pieces;
 }
 
-/** Lays buffers out as an uncompressed IPC body: each at an 8-aligned offset. */
-function assembleBody(pieces: readonly Uint8Array[]): { body: Uint8Array; regions: BufferRegion[] } {
-  let total = 0;
-  for (const piece of pieces) total += piece.byteLength + padding8(piece.byteLength);
-  const out = new Uint8Array(total);
-  const regions: BufferRegion[] = [];
-  let offset = 0;
-  for (const piece of pieces) {
-    out.set(piece, offset);
-    regions.push(new BufferRegion(offset, piece.byteLength));
-    offset += piece.byteLength + padding8(piece.byteLength);
-  }
-  return { body: out, regions };
+/** `bytes`, or a copy of them when they do not start 8-aligned (arrow-js views 64-bit values in place). */
+function aligned8(bytes: Uint8Array): Uint8Array {
+  return bytes.byteOffset % 8 === 0 ? bytes : bytes.slice();
 }
 
 /**
@@ -319,8 +339,24 @@ export function dataFromBuffers(type: DataType, nodes: readonly FieldNodeInfo[],
   return loadFromBuffers([type], nodes, buffers, dictionaries)[0]!;
 }
 
+/** The buffers are copied into one fresh body: callers hand over views into scratch memory they reuse. */
 function loadFromBuffers(types: DataType[], nodes: readonly FieldNodeInfo[], buffers: readonly Uint8Array[], dictionaries: Map<number, Vector>): Data[] {
   const { body, regions } = assembleBody(buffers);
   const fieldNodes = nodes.map((n) => new FieldNode(n.length, n.nullCount));
   return new VectorLoader(body, fieldNodes, regions, dictionaries).visitMany(types);
+}
+
+/** Lays buffers out as an uncompressed IPC body: each at an 8-aligned offset. */
+function assembleBody(pieces: readonly Uint8Array[]): { body: Uint8Array; regions: BufferRegion[] } {
+  let total = 0;
+  for (const piece of pieces) total += piece.byteLength + padding8(piece.byteLength);
+  const out = new Uint8Array(total);
+  const regions: BufferRegion[] = [];
+  let offset = 0;
+  for (const piece of pieces) {
+    out.set(piece, offset);
+    regions.push(new BufferRegion(offset, piece.byteLength));
+    offset += piece.byteLength + padding8(piece.byteLength);
+  }
+  return { body: out, regions };
 }

@@ -179,8 +179,17 @@ export class ShuffleReader {
     }
     let coalescer: BatchCoalescer | null = null;
     let schema: Schema | null = null;
+    // the next partition is read (and its checksum verified) while this one is decoded: at most two are held
+    const fetch = (p: number): Promise<Uint8Array> | null => {
+      if (p >= end) return null;
+      const bytes = this.partitionBytes(p); // an empty partition too: its checksum must be that of nothing
+      bytes.catch(() => undefined); // awaited in turn; a failure surfaces there
+      return bytes;
+    };
+    let fetching = fetch(start);
     for (let p = start; p < end; p++) {
-      const bytes = await this.partitionBytes(p); // an empty partition too: its checksum must be that of nothing
+      const bytes = await fetching!;
+      fetching = fetch(p + 1);
       if (bytes.byteLength === 0) continue;
       const batches = isRowPartition(bytes) ? readRowPartition(bytes, this.location(p), this.openOptions, this.rowHeaders) : readIpcStream(bytes, this.location(p), this.openOptions);
       for await (const batch of batches) {
