@@ -4,7 +4,8 @@ import { MessageHeader, MetadataVersion } from 'apache-arrow/enum';
 import { Message, type RecordBatch as RecordBatchHeader } from 'apache-arrow/ipc/metadata/message';
 import { expect, test } from 'vitest';
 import { codecByName } from '../src/format/codec.js';
-import { encodeRecordBatchHeader, encodeRecordBatchPayload } from '../src/format/ipc-message.js';
+import { STORE_RAW } from '../src/format/compression-advisor.js';
+import { encodeRawPayload, encodeRecordBatchHeader, encodeRecordBatchMessage, encodeRecordBatchPayload, rawPayloadBytes } from '../src/format/ipc-message.js';
 
 /** The hand-laid record-batch header decodes, through arrow-js's flatbuffer reader, to what was encoded. */
 test('encodeRecordBatchHeader round-trips through Message.decode', () => {
@@ -51,4 +52,32 @@ test.each([null, 'lz4'] as const)('encodeRecordBatchPayload (codec %s): empty bu
   const stored = (i: number) => body.subarray(header.buffers[i]!.offset, header.buffers[i]!.offset + header.buffers[i]!.length);
   if (codec === null) expect([...stored(1)]).toEqual([1, 2, 3]);
   else expect(new DataView(stored(3).buffer, stored(3).byteOffset).getBigInt64(0, true)).not.toBe(0n);
+});
+
+/**
+ * The synchronous raw path (tiny payloads, codec none) lays out exactly the bytes the general
+ * encoder writes when it stores every buffer raw, whether it allocates or writes into a given
+ * zeroed array (a slab range).
+ */
+test('encodeRawPayload writes the bytes of encodeRecordBatchMessage storing every buffer raw, into a new or a given array', async () => {
+  const bytesOf = fc.uint8Array({ maxLength: 40 });
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(bytesOf, { maxLength: 8 }),
+      fc.array(fc.record({ length: fc.nat(100), nullCount: fc.nat(100) }), { maxLength: 4 }),
+      fc.constantFrom(null, 'lz4', 'zstd'),
+      async (buffers, nodes, codecName) => {
+        const codec = codecName === null ? null : codecByName(codecName);
+        const expected = Buffer.concat((await encodeRecordBatchMessage(7, nodes, buffers, codec, STORE_RAW)).chunks);
+        const fresh = encodeRawPayload(7, nodes, buffers, codec);
+        expect(fresh.byteLength).toBe(expected.byteLength);
+        expect(Buffer.concat(fresh.chunks)).toEqual(expected);
+        const target = new Uint8Array(rawPayloadBytes(nodes.length, buffers, codec) + 16).subarray(8, 8 + rawPayloadBytes(nodes.length, buffers, codec));
+        const given = encodeRawPayload(7, nodes, buffers, codec, target);
+        expect(given.chunks).toEqual([target]);
+        expect(Buffer.from(target)).toEqual(expected);
+      },
+    ),
+    { numRuns: 300 },
+  );
 });

@@ -18,6 +18,8 @@
  */
 /** Decides whether a body buffer at a position is worth compressing, and learns from the outcome. */
 export interface CompressionPolicy {
+  /** true when shouldCompress is false for every position, always (nothing to ask, nothing to wait for) */
+  readonly neverCompresses?: boolean;
   shouldCompress(position: number): boolean;
   record(position: number, rawBytes: number, compressedBytes: number): void;
   /**
@@ -32,6 +34,7 @@ export interface CompressionPolicy {
 
 /** Stores every buffer raw (prefix -1): needs no memory for compression output (spilling under pressure). */
 export const STORE_RAW: CompressionPolicy = {
+  neverCompresses: true,
   shouldCompress: () => false,
   record: () => undefined,
 };

@@ -183,14 +183,41 @@ export function encodeRecordBatchHeader(
   compression: CompressionType | null,
   bodyLength: number,
 ): Uint8Array {
+  const framed = new Uint8Array(recordBatchHeaderBytes(nodes.length, regions.length >>> 1, compression !== null));
+  writeRecordBatchHeader(framed, rows, nodes, regions, compression, bodyLength);
+  return framed;
+}
+
+/** Bytes of the framed record-batch header `encodeRecordBatchHeader` writes (a multiple of 8). */
+export function recordBatchHeaderBytes(nodeCount: number, bufferCount: number, withCompression: boolean): number {
+  const end = headerBuffersAt(nodeCount, withCompression) + 4 + 16 * bufferCount;
+  return 8 + end + padding8(end);
+}
+
+/** Where the nodes vector's count sits in the flatbuffer: after the tables, and the compression table if any. */
+function headerNodesAt(withCompression: boolean): number {
+  return withCompression ? 92 : 76; // the count; elements follow 8-aligned
+}
+
+function headerBuffersAt(nodeCount: number, withCompression: boolean): number {
+  return headerNodesAt(withCompression) + 4 + 16 * nodeCount + 4;
+}
+
+/** Writes the framed header at the start of `framed` (zeroed, at least recordBatchHeaderBytes long). */
+function writeRecordBatchHeader(
+  framed: Uint8Array,
+  rows: number,
+  nodes: readonly FieldNodeInfo[],
+  regions: readonly number[],
+  compression: CompressionType | null,
+  bodyLength: number,
+): void {
   const bufferCount = regions.length >>> 1;
   const withCompression = compression !== null;
-  const nodesAt = withCompression ? 92 : 76; // the count; elements follow 8-aligned
-  const buffersAt = nodesAt + 4 + 16 * nodes.length + 4;
-  const end = buffersAt + 4 + 16 * bufferCount;
-  const metadataSize = end + padding8(end);
-  const framed = new Uint8Array(8 + metadataSize);
-  const view = new DataView(framed.buffer);
+  const nodesAt = headerNodesAt(withCompression);
+  const buffersAt = headerBuffersAt(nodes.length, withCompression);
+  const metadataSize = recordBatchHeaderBytes(nodes.length, bufferCount, withCompression) - 8;
+  const view = new DataView(framed.buffer, framed.byteOffset, framed.byteLength);
   view.setUint32(0, CONTINUATION_MARKER, true);
   view.setInt32(4, metadataSize, true);
   u32(view, 0, 16);
@@ -224,7 +251,6 @@ export function encodeRecordBatchHeader(
     i64(view, pos, regions[i]!);
     i64(view, pos + 8, regions[i + 1]!);
   }
-  return framed;
 }
 
 /** Where the flatbuffer starts in a framed message: after the continuation marker and the metadata size. */
@@ -271,8 +297,8 @@ export function payloadArenaBound(rawBytes: number, count: number): number {
  *         [32, 72): prefix 100, 30 bytes of frame, 2 zeros   (moved left from 144 as the slot allows)
  * ```
  * No write ever passes the start of a later slot, so the raw bytes still to
- * be moved are never overwritten. Without a codec the arena is the body as it
- * stands (no prefixes).
+ * be moved are never overwritten. Without a codec, or with a policy that never
+ * compresses, the body is laid out at once by `encodeRawPayload`.
  */
 export function encodeRecordBatchPayload(
   rows: number,
@@ -281,24 +307,67 @@ export function encodeRecordBatchPayload(
   codec: Codec | null,
   advisor?: CompressionPolicy,
 ): Promise<EncodedMessage> {
-  const prefix = codec === null ? 0 : PREFIX_BYTES;
+  if (codec === null || advisor?.neverCompresses === true) return Promise.resolve(encodeRawPayload(rows, nodes, buffers, codec));
   const slots: number[] = [];
   let arenaBytes = 0;
   for (const b of buffers) {
     slots.push(arenaBytes);
-    if (b.byteLength > 0) arenaBytes += prefix + b.byteLength + padding8(b.byteLength);
+    if (b.byteLength > 0) arenaBytes += PREFIX_BYTES + b.byteLength + padding8(b.byteLength);
   }
   const arena = new Uint8Array(arenaBytes);
   buffers.forEach((b, i) => {
-    if (b.byteLength > 0) arena.set(b, slots[i]! + prefix); // an empty buffer has no slot (it may sit past the end)
+    if (b.byteLength > 0) arena.set(b, slots[i]! + PREFIX_BYTES); // an empty buffer has no slot (it may sit past the end)
   });
-  if (codec === null) {
-    const regions: number[] = [];
-    buffers.forEach((b, i) => regions.push(slots[i]!, b.byteLength));
-    const framed = encodeRecordBatchHeader(rows, nodes, regions, null, arenaBytes);
-    return Promise.resolve({ chunks: [framed, arena], byteLength: framed.byteLength + arenaBytes });
-  }
   return compressArena(rows, nodes, buffers.map((b) => b.byteLength), slots, arena, codec, advisor);
+}
+
+/** Bytes of the message `encodeRawPayload` makes of these body buffers. */
+export function rawPayloadBytes(nodeCount: number, buffers: readonly Uint8Array[], codec: Codec | null): number {
+  const prefix = codec === null ? 0 : PREFIX_BYTES;
+  let bytes = recordBatchHeaderBytes(nodeCount, buffers.length, codec !== null);
+  for (const b of buffers) if (b.byteLength > 0) bytes += prefix + b.byteLength + padding8(prefix + b.byteLength);
+  return bytes;
+}
+
+/**
+ * `encodeRecordBatchPayload` when nothing is compressed, done at once: the
+ * header and the body buffers copied into one array (`into`: zeroed, exactly
+ * rawPayloadBytes long; a new one by default), each buffer after
+ * the -1 prefix of a buffer stored raw when the stream is compressed
+ * (`codec`), or as it is without one. Tiny payloads (a tight memory limit,
+ * thousands of partitions) take this path by the ten thousand: a promise per
+ * buffer, or a second allocation for the header, cost more than the copy.
+ *
+ * ```text
+ * codec:    header | [-1 (8 B) | bytes | pad to 8] per non-empty buffer
+ * no codec: header | [bytes | pad to 8] per non-empty buffer
+ * ```
+ */
+export function encodeRawPayload(
+  rows: number,
+  nodes: readonly FieldNodeInfo[],
+  buffers: readonly Uint8Array[],
+  codec: Codec | null,
+  into: Uint8Array = new Uint8Array(rawPayloadBytes(nodes.length, buffers, codec)),
+): EncodedMessage {
+  const prefix = codec === null ? 0 : PREFIX_BYTES;
+  const regions: number[] = [];
+  let bodyBytes = 0;
+  for (const b of buffers) {
+    regions.push(bodyBytes, b.byteLength === 0 ? 0 : prefix + b.byteLength);
+    if (b.byteLength > 0) bodyBytes += prefix + b.byteLength + padding8(prefix + b.byteLength);
+  }
+  const headerBytes = recordBatchHeaderBytes(nodes.length, buffers.length, codec !== null);
+  const message = into;
+  writeRecordBatchHeader(message, rows, nodes, regions, codec === null ? null : codec.arrowType, bodyBytes);
+  let cursor = headerBytes;
+  for (const b of buffers) {
+    if (b.byteLength === 0) continue;
+    if (prefix > 0) message.fill(0xff, cursor, cursor + PREFIX_BYTES); // int64 -1: LENGTH_NO_COMPRESSED_DATA
+    message.set(b, cursor + prefix);
+    cursor += prefix + b.byteLength + padding8(prefix + b.byteLength); // the padding is the array's zeros
+  }
+  return { chunks: [message], byteLength: message.byteLength };
 }
 
 async function compressArena(

@@ -1,6 +1,7 @@
 import { END_OF_STREAM, type EncodedMessage } from '../format/ipc-message.js';
 import type { DataFileWriter } from '../format/output-files.js';
 import type { MemoryReservation } from '../memory/memory-pool.js';
+import { SlabAllocator, type SlabRange } from '../memory/slab-allocator.js';
 import { SpillFile } from './spill-file.js';
 
 /** Read window per spill run the merge would like (it takes what the pool has, at least the merge buffer). */
@@ -21,9 +22,12 @@ export interface ExtraMessages {
 
 /** A payload on its way: its encoding may still be compressing. */
 interface CachedPayload {
-  message: Promise<EncodedMessage>;
+  /** the message, or a promise of it while it compresses */
+  message: EncodedMessage | Promise<EncodedMessage>;
   /** bytes currently reserved for it in the writer's reservation */
   reserved: number;
+  /** the slab range its bytes live in (reserved with the slab), or null */
+  range: SlabRange | null;
 }
 
 
@@ -44,6 +48,9 @@ export class PayloadStore {
   private cached: CachedPayload[][];
   private spillFile: SpillFile | null = null;
   private cachedBytes = 0;
+  /** bytes of the slab ranges cached payloads hold */
+  private slabbedBytes = 0;
+  private readonly slabs: SlabAllocator;
   /** payloads per partition, spilled or not */
   readonly batchCounts: number[];
   spilledBytes = 0;
@@ -58,9 +65,21 @@ export class PayloadStore {
     private readonly spillDir: string,
     /** read buffer used to copy spilled segments into the data file */
     private readonly mergeBufferBytes: number,
+    /** slabs small payloads are carved from */
+    slabBytes: number,
   ) {
     this.cached = Array.from({ length: numPartitions }, () => []);
     this.batchCounts = new Array<number>(numPartitions).fill(0);
+    this.slabs = new SlabAllocator(reservation, slabBytes);
+  }
+
+  /**
+   * Zeroed bytes for a small payload from the store's slabs (memory/slab-allocator.ts),
+   * reserved with its slab; null when the payload should allocate and reserve on its own.
+   * Pass the range to `add` with the payload encoded into it.
+   */
+  allocate(bytes: number): SlabRange | null {
+    return this.merging ? null : this.slabs.allocate(bytes);
   }
 
   /** Spills so far (runs in the spill file). */
@@ -68,21 +87,28 @@ export class PayloadStore {
     return this.spillFile?.runCount ?? 0;
   }
 
-  /** Bytes of payloads held in memory (as reserved). */
+  /** Bytes of payloads held in memory (as reserved, or as slab ranges). */
   get memoryBytes(): number {
-    return this.cachedBytes;
+    return this.cachedBytes + this.slabbedBytes;
   }
 
   /**
    * Adds partition p's next payload, for which `reserved` bytes are already
    * reserved: a record batch, or (`isBatch` false) a dictionary batch, whose
    * memory its owner holds (reserved 0) and which does not count as a batch.
+   * A payload encoded into a slab `range` (from `allocate`) reserves nothing of
+   * its own: the range goes back to its slab when the payload is written.
    */
-  add(p: number, message: Promise<EncodedMessage>, reserved: number, isBatch = true): void {
-    const payload: CachedPayload = { message, reserved };
+  add(p: number, message: EncodedMessage | Promise<EncodedMessage>, reserved: number, isBatch = true, range: SlabRange | null = null): void {
+    const payload: CachedPayload = { message, reserved, range };
     this.cached[p]!.push(payload);
     if (isBatch) this.batchCounts[p]!++;
     this.cachedBytes += reserved;
+    if (range !== null) this.slabbedBytes += range.bytes.byteLength;
+    if (!(message instanceof Promise)) {
+      this.settle(payload, message.heldBytes ?? message.byteLength);
+      return;
+    }
     message.then(
       (encoded) => this.settle(payload, encoded.heldBytes ?? encoded.byteLength),
       () => undefined, // the failure surfaces where the message is awaited
@@ -107,7 +133,7 @@ export class PayloadStore {
     const taken = this.cached;
     this.cached = taken.map(() => []);
     const partitions = taken.map((list, p) => (list.length > 0 || extra.has(p) ? p : -1)).filter((p) => p >= 0);
-    if (partitions.length === 0) return 0;
+    if (partitions.length === 0) return this.slabs.trim();
     let released = 0;
     try {
       this.spillFile ??= await SpillFile.create(this.spillDir);
@@ -117,7 +143,10 @@ export class PayloadStore {
       const encodings = new Map([...extra].map(([p, more]) => [p, more.encode()]));
       for (const p of partitions) {
         const chunks: Uint8Array[] = [];
-        for (const payload of taken[p]!) chunks.push(...(await payload.message).chunks);
+        for (const payload of taken[p]!) {
+          const message = payload.message instanceof Promise ? await payload.message : payload.message;
+          for (const chunk of message.chunks) chunks.push(chunk);
+        }
         const { messages, batches } = (await encodings.get(p)) ?? { messages: [], batches: 0 };
         for (const message of messages) chunks.push(...message.chunks);
         await file.writeSegment(p, chunks);
@@ -132,15 +161,8 @@ export class PayloadStore {
       taken.forEach((list, p) => this.cached[p]!.unshift(...list));
       throw error;
     }
-    for (const list of taken) {
-      for (const payload of list) {
-        released += payload.reserved;
-        this.cachedBytes -= payload.reserved;
-        this.reservation.shrink(payload.reserved);
-        payload.reserved = 0;
-      }
-    }
-    return released;
+    for (const list of taken) for (const payload of list) released += this.release(payload);
+    return released + this.slabs.trim(); // a spill is a reclaim: the slab being filled goes too, if it is empty
   }
 
   /**
@@ -176,7 +198,10 @@ export class PayloadStore {
         if (this.batchCounts[p]! > 0) {
           await output.append(schemaMessage);
           await this.spillFile?.copyPartition(p, buffer, sink);
-          for (const payload of this.cached[p]!) for (const chunk of (await payload.message).chunks) await output.append(chunk);
+          for (const payload of this.cached[p]!) {
+            const message = payload.message instanceof Promise ? await payload.message : payload.message;
+            for (const chunk of message.chunks) await output.append(chunk);
+          }
           await output.append(END_OF_STREAM);
         }
         output.endPartition();
@@ -193,15 +218,28 @@ export class PayloadStore {
     this.cached = this.cached.map(() => []);
     await Promise.allSettled(pending.map((p) => p.message));
     for (const payload of pending) this.release(payload);
+    this.slabs.releaseAll();
     await this.spillFile?.delete();
     this.spillFile = null;
   }
 
   private settle(payload: CachedPayload, keptBytes: number): void {
-    if (payload.reserved > keptBytes) this.release(payload, payload.reserved - keptBytes);
+    if (payload.range === null && payload.reserved > keptBytes) this.shrinkReserved(payload, payload.reserved - keptBytes);
   }
 
-  private release(payload: CachedPayload, bytes = payload.reserved): void {
+  /** Releases a payload's memory (its reservation, its slab range); returns the bytes given back to the reservation. */
+  private release(payload: CachedPayload): number {
+    let released = payload.reserved;
+    this.shrinkReserved(payload, payload.reserved);
+    if (payload.range !== null) {
+      this.slabbedBytes -= payload.range.bytes.byteLength;
+      released += this.slabs.release(payload.range);
+      payload.range = null;
+    }
+    return released;
+  }
+
+  private shrinkReserved(payload: CachedPayload, bytes: number): void {
     payload.reserved -= bytes;
     this.cachedBytes -= bytes;
     this.reservation.shrink(bytes);

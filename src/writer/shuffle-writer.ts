@@ -5,11 +5,13 @@ import { codecByName, type Codec } from '../format/codec.js';
 import { CompressionAdvisor, STORE_RAW } from '../format/compression-advisor.js';
 import {
   compressionBound,
+  encodeRawPayload,
   encodeRecordBatchMessage,
   encodeRecordBatchPayload,
   encodeSchemaMessage,
   MESSAGE_OVERHEAD_BYTES,
   payloadArenaBound,
+  rawPayloadBytes,
   type EncodedMessage,
   type FieldNodeInfo,
 } from '../format/ipc-message.js';
@@ -19,7 +21,7 @@ import { PayloadStore, type ExtraMessages } from '../spill/payload-store.js';
 import { binarySlackBytes, chunkRows, partitionBufferRows, targetCapacity } from './buffer-sizing.js';
 import { onePartition, planAppend } from './append-rows.js';
 import { BufferGrowth, nestedBytes } from './buffer-growth.js';
-import { ColumnBuffer } from './column-buffer.js';
+import { ColumnBuffer, hasValidity } from './column-buffer.js';
 import { childLayouts, columnLayoutOf, dictionaryLayouts, fixedBytesPerRow, isFlat, type ColumnLayout } from './column-layout.js';
 import { DictionaryTracker } from './dictionary-tracker.js';
 import { createPartitioner, columnIndex, type Partitioner } from './partitioner.js';
@@ -27,6 +29,7 @@ import { PartitionRows } from './partition-rows.js';
 import { sameSchema } from './same-schema.js';
 import { prepareSourceColumn, type SourceColumn } from './source-column.js';
 import { appendColumn } from './append-column.js';
+import { binaryBytesOf } from './split-binary.js';
 import { splitPlanned } from './split-column.js';
 import { planSplit, ScratchSelections, withScratchMemory, type RowSelection, type SplitPlan } from './split-plan.js';
 import { warmSource } from './warm-source.js';
@@ -40,6 +43,10 @@ import {
   type ShuffleWriteResult,
   type ShuffleWriterOptions,
 } from './writer-options.js';
+
+/** Slabs small uncompressed payloads are carved from (memory/slab-allocator.ts), and the least a small pool gets. */
+const SLAB_BYTES = 256 * 1024;
+const MIN_SLAB_BYTES = 16 * 1024;
 
 /** Bytes of copied-but-not-yet-compressed payloads allowed in flight before write() waits. */
 const MAX_IN_FLIGHT_BYTES = 32 * 1024 * 1024;
@@ -162,7 +169,9 @@ export class ShuffleWriter implements Reclaimable {
     const n = options.numPartitions;
     // the merge's read buffer: 1 MiB, less in a small pool
     const mergeBuffer = Number.isFinite(pool.limit) ? Math.min(1 << 20, Math.max(64 << 10, Math.floor(pool.limit / 8))) : 1 << 20;
-    this.store = new PayloadStore(n, this.reservation, this.options.spillDir, mergeBuffer);
+    // slabs for small uncompressed payloads: 256 KiB, a sixteenth of a small pool (at least 16 KiB)
+    const slab = Number.isFinite(pool.limit) ? Math.min(SLAB_BYTES, Math.max(MIN_SLAB_BYTES, Math.floor(pool.limit / 16))) : SLAB_BYTES;
+    this.store = new PayloadStore(n, this.reservation, this.options.spillDir, mergeBuffer, slab);
     this.rows = new PartitionRows(n);
     this.buffers = new Array<PartitionBuffer | undefined>(n);
     this.merged = new Array<PartitionBuffer | undefined>(n);
@@ -690,6 +699,7 @@ export class ShuffleWriter implements Reclaimable {
       }
       const target = targetCapacity(buffer.capacity, preferred, incoming, this.options.resizeThreshold);
       if (buffer.filled + incoming > target && buffer.filled > 0) await this.evict(p, buffer);
+      if (target === buffer.capacity && fitsAsItIs(buffer, plans, p)) continue;
 
       const growth = new BufferGrowth();
       buffer.columns.forEach((column, c) => growth.plan(plans[c]!, p, column, buffer!.filled, target, (capacity) => this.binaryBytesFor(c, capacity)));
@@ -771,23 +781,30 @@ export class ShuffleWriter implements Reclaimable {
     for (const column of buffer.columns) column.snapshot(buffer.filled, nodes, bodyBuffers, false);
     let raw = 0;
     for (const view of bodyBuffers) raw += view.byteLength;
-    // the payload's arena (a copy, with room for prefixes and padding), plus the compressor's output
-    const arena = payloadArenaBound(raw, bodyBuffers.length);
-    const reserved = arena + (this.codec === null ? MESSAGE_OVERHEAD_BYTES : compressionBound(raw));
-    buffer.busy++;
-    try {
-      await this.reservation.grow(reserved); // a reclaim meanwhile leaves this busy buffer (and so the views) alone
-    } finally {
-      buffer.busy--;
-    }
     // tiny batches barely compress and cost a compression call per buffer (Gluten's compression threshold)
-    const policy = buffer.filled < this.options.compressionMinRows ? STORE_RAW : this.advisor;
+    const storedRaw = this.codec === null || buffer.filled < this.options.compressionMinRows;
+    // a small uncompressed payload goes into the store's slabs (reserved with them) when they have room
+    const range = storedRaw ? this.store.allocate(rawPayloadBytes(nodes.length, bodyBuffers, this.codec)) : null;
+    // otherwise its own copy (with room for prefixes and padding), plus the compressor's output
+    const arena = payloadArenaBound(raw, bodyBuffers.length);
+    const reserved = range !== null ? 0 : arena + (storedRaw ? MESSAGE_OVERHEAD_BYTES : compressionBound(raw));
+    if (!this.reservation.tryGrow(reserved)) {
+      buffer.busy++;
+      try {
+        await this.reservation.grow(reserved); // a reclaim meanwhile leaves this busy buffer (and so the views) alone
+      } finally {
+        buffer.busy--;
+      }
+    }
     // copies the views into the payload's arena before it returns: the buffer may be refilled at once
-    const message = encodeRecordBatchPayload(buffer.filled, nodes, bodyBuffers, this.codec, policy);
+    const message = storedRaw
+      ? encodeRawPayload(buffer.filled, nodes, bodyBuffers, this.codec, range?.bytes)
+      : encodeRecordBatchPayload(buffer.filled, nodes, bodyBuffers, this.codec, this.advisor);
     for (const column of buffer.columns) column.clear();
     buffer.filled = 0;
     for (const dictionary of this.dictionaryMessages(p)) this.store.add(p, dictionary, 0, false); // the tracker holds their memory
-    this.store.add(p, message, reserved);
+    this.store.add(p, message, reserved, true, range);
+    if (!(message instanceof Promise)) return;
     this.inFlightBytes += raw;
     const done: Promise<void> = message.then(
       () => undefined,
@@ -817,7 +834,9 @@ export class ShuffleWriter implements Reclaimable {
     if (this.identity.length < rows) await this.reserveIdentity(rows);
     const sources = buffer.columns.map((column) => column.asSource(rows));
     const needed = merged.filled + rows;
-    const capacity = needed > merged.capacity ? Math.min(this.options.maxBatchRows, Math.max(needed, merged.capacity * 2)) : merged.capacity;
+    // room for four evictions of this size at once: a merge buffer filled by evictions of ~1000 rows
+    // (wide rows at P = 200) was re-allocated three times on its way to maxBatchRows, for every column
+    const capacity = needed > merged.capacity ? Math.min(this.options.maxBatchRows, Math.max(needed, merged.capacity * 2, rows * 4)) : merged.capacity;
     const { plans, growth } = await withScratchMemory(this.mergeScratch, (bytes) => this.reservation.grow(bytes), () =>
       planAppend(sources, merged!.columns, onePartition(this.identity, 0, rows), merged!.filled, capacity, this.mergeScratch),
     );
@@ -861,6 +880,27 @@ function bufferBytes(buffer: PartitionBuffer | undefined): number {
   let bytes = 0;
   for (const column of buffer?.columns ?? []) bytes += column.allocatedBytes;
   return bytes;
+}
+
+/**
+ * Whether partition p's rows of flat `plans` fit into `buffer` as it is (the
+ * usual case once a buffer has its size): no validity bitmap to add, room for
+ * the binary bytes. The same test BufferGrowth.plan makes, without its
+ * objects: it runs for every partition of every chunk, thousands of times per
+ * batch at high partition counts. Nested columns take the full plan.
+ */
+function fitsAsItIs(buffer: PartitionBuffer, plans: readonly SplitPlan[], p: number): boolean {
+  for (let c = 0; c < plans.length; c++) {
+    const plan = plans[c]!;
+    const column = buffer.columns[c]!;
+    if (plan.children.length > 0) return false;
+    if (column.validity === null && plan.src.validity !== null && hasValidity(column.layout)) return false;
+    if (column.layout.kind === 'binary') {
+      const { rowIds, starts } = plan.sel;
+      if (column.dataLength + binaryBytesOf(plan.src, rowIds, starts[p]!, starts[p + 1]!) > column.data.byteLength) return false;
+    }
+  }
+  return true;
 }
 
 /** Value bytes of a binary column's first `rows` rows. */

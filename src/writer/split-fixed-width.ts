@@ -36,6 +36,17 @@ export function splitFixedWidth(
       d[j] = s[r]!;
       d[j + 1] = s[r + 1]!;
     }
+  } else if (byteWidth === 16 && src.words32 !== null) {
+    // decimal128, interval month-day-nano, 16-byte fixed-size binary: four words, unrolled
+    const s = src.words32;
+    const d = dst.values32;
+    for (let k = start, j = dstRow << 2; k < end; k++, j += 4) {
+      const r = rowIds[k]! << 2;
+      d[j] = s[r]!;
+      d[j + 1] = s[r + 1]!;
+      d[j + 2] = s[r + 2]!;
+      d[j + 3] = s[r + 3]!;
+    }
   } else if ((byteWidth & 3) === 0 && src.words32 !== null) {
     const words = byteWidth >>> 2;
     const s = src.words32;
