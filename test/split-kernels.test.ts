@@ -206,3 +206,56 @@ test('appendColumn: every layout, onto a buffer already holding rows at an odd b
     }
   }
 });
+
+/**
+ * A stretch of adjacent source rows (every partition at P = 1) is one block copy; ids whose first
+ * and last are a stretch apart but that are not adjacent in between (a permutation inside it)
+ * are still gathered one by one. Both give the reference rows.
+ */
+test('adjacent row ids are copied as a block, lookalikes are gathered, for fixed-width and binary columns', () => {
+  fc.assert(
+    fc.property(fc.integer(), fc.constantFrom<4 | 8>(4, 8), fc.constantFrom(1, 8, 16), fc.boolean(), (seed, offsetWidth, width, permuted) => {
+      const rng = new Rng(seed);
+      const n = rng.int(16, 80);
+      const first = rng.int(0, 20);
+      const ids = Array.from({ length: n }, (_, i) => first + i);
+      if (permuted) {
+        // swap two ids strictly inside the stretch: first and last stay where a block would put them
+        const a = rng.int(1, n - 3);
+        [ids[a], ids[a + 1]] = [ids[a + 1]!, ids[a]!];
+      }
+      const rowIds = Uint32Array.from([999, ...ids]); // the stretch starts at position 1
+      const rows = first + n;
+      const values = Array.from({ length: rows }, () => Uint8Array.from({ length: rng.int(0, 30) }, () => rng.int(0, 255)));
+      const binary = new ColumnBuffer({ kind: 'binary', offsetWidth });
+      binary.resize(n + 2, 0, 0);
+      binary.dataLength = 5; // rows already held: two rows of 2 and 3 bytes
+      const stride = offsetWidth === 8 ? 2 : 1;
+      binary.values32[stride] = 2;
+      binary.values32[2 * stride] = 5;
+      splitBinary(binarySource(values, offsetWidth, 3), rowIds, 1, n + 1, binary, 2);
+      expect(readBinary(binary, n + 2, stride).slice(2)).toEqual(ids.map((r) => values[r]!));
+      if (stride === 2) for (let i = 0; i <= n + 2; i++) expect(binary.values32[i * 2 + 1]).toBe(0);
+
+      const bytes = Uint8Array.from({ length: rows * width }, () => rng.int(0, 255));
+      const src: SourceColumn = {
+        layout: { kind: 'fixed-width', byteWidth: width },
+        length: rows,
+        validity: null,
+        bitOffset: 0,
+        bytes,
+        words16: bytes.byteLength % 2 === 0 ? new Uint16Array(bytes.buffer) : null,
+        words32: bytes.byteLength % 4 === 0 ? new Int32Array(bytes.buffer) : null,
+        offsets: null,
+        offsetStride: 1,
+        children: [],
+        dictionary: null,
+      };
+      const fixed = new ColumnBuffer({ kind: 'fixed-width', byteWidth: width });
+      fixed.resize(n + 2, 0, 0);
+      splitFixedWidth(src, width, rowIds, 1, n + 1, fixed, 2);
+      ids.forEach((r, j) => expect([...fixed.values.subarray((2 + j) * width, (3 + j) * width)]).toEqual([...bytes.subarray(r * width, (r + 1) * width)]));
+    }),
+    { numRuns: 300 },
+  );
+});

@@ -48,6 +48,9 @@ import {
 const SLAB_BYTES = 256 * 1024;
 const MIN_SLAB_BYTES = 16 * 1024;
 
+/** Chunks split into more partitions than this get the sequential warm-up pass (warm-source.ts). */
+const WARM_MIN_PARTITIONS = 16;
+
 /** Bytes of copied-but-not-yet-compressed payloads allowed in flight before write() waits. */
 const MAX_IN_FLIGHT_BYTES = 32 * 1024 * 1024;
 
@@ -597,7 +600,8 @@ export class ShuffleWriter implements Reclaimable {
     const rows = this.rows;
     const used = rows.usedPartitions.subarray(0, rows.usedCount);
     const plans = await this.plan(batch, { rowIds: rows.rowOffset2RowId, starts: rows.partition2RowOffset }, this.splitScratch);
-    for (const plan of plans) this.warmth ^= warmSource(plan.src);
+    // with few partitions the gathers read the source in long ascending runs, which the prefetcher follows
+    if (rows.usedCount > WARM_MIN_PARTITIONS) for (const plan of plans) this.warmth ^= warmSource(plan.src);
     this.preferredRows = this.preferredCapacity(plans, numRows);
     for (const p of used) this.pinned[p] = 1;
     try {

@@ -1,5 +1,6 @@
 import type { SourceColumn } from './source-column.js';
 import type { ColumnBuffer } from './column-buffer.js';
+import { isContiguous } from './split-fixed-width.js';
 
 /** Values longer than this are copied with `set` (native memcpy beats the word loop for long values). */
 const LONG_VALUE_BYTES = 128;
@@ -33,6 +34,10 @@ export function splitBinary(
   dst: ColumnBuffer,
   dstRow: number,
 ): void {
+  if (isContiguous(rowIds, start, end)) {
+    splitBinaryBlock(src, rowIds[start]!, end - start, dst, dstRow);
+    return;
+  }
   const offsets = src.offsets!;
   const stride = src.offsetStride;
   const srcData = src.bytes;
@@ -75,6 +80,24 @@ export function splitBinary(
     dstOffsets[o] = pos;
   }
   dst.dataLength = pos;
+}
+
+/**
+ * `count` adjacent source rows from `first`: their bytes in one copy, their
+ * offsets rebased onto the partition's data. The caller sized the data for
+ * them (prepareBuffers), as for the gather.
+ */
+function splitBinaryBlock(src: SourceColumn, first: number, count: number, dst: ColumnBuffer, dstRow: number): void {
+  const offsets = src.offsets!;
+  const stride = src.offsetStride;
+  const from = offsets[first * stride]!;
+  const to = offsets[(first + count) * stride]!;
+  dst.ensureDataCapacity(dst.dataLength + (to - from));
+  dst.data.set(src.bytes.subarray(from, to), dst.dataLength);
+  const base = dst.dataLength - from;
+  const dstOffsets = dst.values32;
+  for (let i = 1, s = (first + 1) * stride, o = (dstRow + 1) * stride; i <= count; i++, s += stride, o += stride) dstOffsets[o] = offsets[s]! + base;
+  dst.dataLength += to - from;
 }
 
 /**

@@ -16,7 +16,11 @@ export function splitFixedWidth(
   dst: ColumnBuffer,
   dstRow: number,
 ): void {
-  if (byteWidth === 1) {
+  if (isContiguous(rowIds, start, end)) {
+    // one stretch of source rows (one partition, or rows that happen to be adjacent): a block copy
+    const from = rowIds[start]! * byteWidth;
+    dst.values.set(src.bytes.subarray(from, from + (end - start) * byteWidth), dstRow * byteWidth);
+  } else if (byteWidth === 1) {
     const s = src.bytes;
     const d = dst.values;
     for (let k = start, j = dstRow; k < end; k++, j++) d[j] = s[rowIds[k]!]!;
@@ -63,4 +67,21 @@ export function splitFixedWidth(
       for (let b = 0; b < byteWidth; b++, j++) d[j] = s[r + b]!;
     }
   }
+}
+
+/** Fewer rows than this are gathered one by one even when they are adjacent. */
+const MIN_BLOCK_ROWS = 16;
+
+/**
+ * Whether rowIds[start, end) are consecutive row ids (r, r + 1, ...): always at
+ * one partition, rarely otherwise. The first and last ids settle it at once in
+ * the usual case (ids ascend within a partition); the walk makes it exact for
+ * any order.
+ */
+export function isContiguous(rowIds: Uint32Array, start: number, end: number): boolean {
+  if (end - start < MIN_BLOCK_ROWS) return false;
+  const first = rowIds[start]!;
+  if (rowIds[end - 1]! - first !== end - start - 1) return false;
+  for (let k = start + 1, r = first + 1; k < end - 1; k++, r++) if (rowIds[k] !== r) return false;
+  return true;
 }
