@@ -4,7 +4,7 @@ import { ShuffleError } from '../errors.js';
 import { codecByName, type Codec, type CodecName } from '../format/codec.js';
 import { assertDirectory, DataFileWriter } from '../format/output-files.js';
 import { MemoryPool, type MemoryReservation, type Reclaimable } from '../memory/memory-pool.js';
-import { SpillFile } from '../spill/spill-file.js';
+import { MERGE_WINDOW_SHARE, SpillFile, windowsWanted } from '../spill/spill-file.js';
 import { columnIndex, createPartitioner, type Partitioner } from '../writer/partitioner.js';
 import { PartitionRows } from '../writer/partition-rows.js';
 import { sameSchema } from '../writer/same-schema.js';
@@ -97,6 +97,7 @@ export class SortShuffleWriter implements Reclaimable {
   private readonly pointers = new PointerArray();
   private readonly blockBytes: number;
   private readonly mergeBufferBytes: number;
+  private readonly pool: MemoryPool;
   private blockWriter: BlockWriter | null = null;
   private blockWriterBytes = 0;
   private spillFile: SpillFile | null = null;
@@ -136,6 +137,7 @@ export class SortShuffleWriter implements Reclaimable {
     this.codec = codecByName(this.codecName);
     this.spillDir = options.spillDir ?? tmpdir();
     this.output = output;
+    this.pool = pool;
     this.reservation = pool.register(`SortShuffleWriter[map ${options.mapId ?? 0}]`, this);
     this.pages = new RowPages(options.pageBytes ?? clampKiB(share / 16, 16, 4096), this.reservation);
     this.blockBytes = options.blockBytes ?? clampKiB(share / 64, 4, 256);
@@ -210,8 +212,15 @@ export class SortShuffleWriter implements Reclaimable {
       this.releaseScratch();
       let mergeBuffer = EMPTY;
       if (this.spillFile !== null) {
+        // a read window per spill run, as the columnar writer's merge has them: rows still in memory
+        // are spilled first when the pool is too short for the windows, so that their pages become them
+        if (this.pointers.count > 0 && windowsWanted(this.spillFile.runCount + 1) > this.pool.available * MERGE_WINDOW_SHARE) {
+          await this.spill();
+          this.pages.releaseSpares();
+        }
         await this.reserveForFinish(this.mergeBufferBytes);
-        mergeBuffer = new Uint8Array(this.mergeBufferBytes);
+        const extra = this.reservation.tryGrowUpTo(Math.max(0, windowsWanted(this.spillFile.runCount) - this.mergeBufferBytes), MERGE_WINDOW_SHARE);
+        mergeBuffer = new Uint8Array(this.mergeBufferBytes + extra);
       }
       const merger = new RowPartitionMerger(this.output, this.header, this.spillFile, mergeBuffer, this.partitionRows);
       if (this.pointers.count > 0) {

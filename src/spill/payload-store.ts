@@ -2,12 +2,8 @@ import { END_OF_STREAM, type EncodedMessage } from '../format/ipc-message.js';
 import type { DataFileWriter } from '../format/output-files.js';
 import type { MemoryReservation } from '../memory/memory-pool.js';
 import { SlabAllocator, type SlabRange } from '../memory/slab-allocator.js';
-import { SpillFile } from './spill-file.js';
+import { MERGE_WINDOW_SHARE, SpillFile, windowsWanted } from './spill-file.js';
 
-/** Read window per spill run the merge would like (it takes what the pool has, at least the merge buffer). */
-const MERGE_WINDOW_BYTES = 64 * 1024;
-/** At most this share of the pool's free memory goes to the windows: other consumers may be short themselves. */
-const MERGE_WINDOW_SHARE = 0.5;
 
 /**
  * Messages a spill writes after a partition's cached payloads (buffers evicted
@@ -180,14 +176,14 @@ export class PayloadStore {
    */
   async prepareMerge(poolAvailable: number): Promise<void> {
     const runs = this.spillFile?.runCount ?? 0;
-    if (runs > 0 && this.cachedBytes > 0 && poolAvailable * MERGE_WINDOW_SHARE < runs * MERGE_WINDOW_BYTES) await this.spill();
+    if (this.cachedBytes > 0 && windowsWanted(runs) > poolAvailable * MERGE_WINDOW_SHARE) await this.spill();
   }
 
   async merge(output: DataFileWriter, schemaMessage: Uint8Array): Promise<void> {
     await this.reservation.grow(this.mergeBufferBytes);
     // the spill file reads each run through its own window: more room (if the pool has it) means fewer reads
     const runs = this.spillFile?.runCount ?? 0;
-    const extra = this.reservation.tryGrowUpTo(Math.max(0, runs * MERGE_WINDOW_BYTES - this.mergeBufferBytes), MERGE_WINDOW_SHARE);
+    const extra = this.reservation.tryGrowUpTo(Math.max(0, windowsWanted(runs) - this.mergeBufferBytes), MERGE_WINDOW_SHARE);
     const bufferBytes = this.mergeBufferBytes + extra;
     this.merging = true;
     const buffer = new Uint8Array(bufferBytes);

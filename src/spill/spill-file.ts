@@ -33,6 +33,21 @@ export interface MergeSink {
   flush(): Promise<void>;
 }
 
+/** Read window per spill run a merge would like (it takes what the pool has, at least its merge buffer). */
+export const MERGE_WINDOW_BYTES = 64 * 1024;
+/** At most this share of the pool's free memory goes to the windows: other consumers may be short themselves. */
+export const MERGE_WINDOW_SHARE = 0.5;
+
+/**
+ * The read buffer a merge of `runs` spill runs would like, a window each. A
+ * writer whose pool cannot give half of this spills what it still holds in
+ * memory first, so that the memory becomes windows: with windows smaller
+ * than the segments, every segment is read and written piece by piece.
+ */
+export function windowsWanted(runs: number): number {
+  return runs * MERGE_WINDOW_BYTES;
+}
+
 /** Read windows smaller than this are not worth having: segments are streamed instead. */
 const MIN_WINDOW_BYTES = 256;
 
