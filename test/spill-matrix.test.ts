@@ -1,7 +1,7 @@
 /**
  * The spill test matrix of issue 3 ("Memory pool, spill and merge"), for both writers:
  * inputs 50-100 times the memory limit for limits of 1, 2 and 8 MiB, at 4000, 1000 and
- * 200 partitions (the tightest limit with the most partitions); skew (one key holding
+ * 200 partitions (the tightest limit with the most partitions), 8 and 1; skew (one key holding
  * half the rows; every row in one partition); rows with 1 MiB strings under a limit of
  * 4 MiB; thousands of tiny batches; and the process's ArrayBuffer memory (measured in a
  * child process) within the limit plus one input batch plus a small constant. Every
@@ -14,8 +14,8 @@
  * (and every sample after a write) is within the limit; the writer spilled; no spill or
  * temporary file is left, only the three output files.
  *
- * P = 1 and 8 and narrow inputs about 14 times the limit are in test/spill.test.ts
- * (also writers of one kind sharing a pool), writers of both kinds sharing a pool in
+ * Narrow inputs about 14 times the limit are in test/spill.test.ts (also writers of one
+ * kind sharing a pool), writers of both kinds sharing a pool in
  * test/shared-pool-spill.test.ts, nested columns in test/spill-nested.test.ts.
  *
  * Sizes: on a 2-core machine the whole file takes about a minute; the columnar writer's
@@ -105,6 +105,8 @@ describe.each(WRITER_KINDS)('%s writer', (kind: WriterKind) => {
       ['1 MiB, 4000 partitions, 55 MB (52x)', { limit: 1 * MiB, numPartitions: 4000, spec: KILO(66), ratio: 50 }],
       ['2 MiB, 1000 partitions, 110 MB (52x)', { limit: 2 * MiB, numPartitions: 1000, spec: KILO(132), ratio: 50 }],
       ['8 MiB, 200 partitions, 430 MB (51x)', { limit: 8 * MiB, numPartitions: 200, spec: MEDIUM(460), ratio: 50 }],
+      ['1 MiB, 8 partitions, 55 MB (52x)', { limit: 1 * MiB, numPartitions: 8, spec: MEDIUM(59), ratio: 50 }],
+      ['1 MiB, 1 partition, 55 MB (52x)', { limit: 1 * MiB, numPartitions: 1, spec: MEDIUM(59), ratio: 50 }],
     ])('%s', async (_, c) => {
       await runCase(kind, c);
     }, 120_000);
