@@ -8,7 +8,6 @@
  * the reducers reading its outputs alike.
  */
 import { readdir } from 'node:fs/promises';
-import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { MapTaskPool, ShuffleReader } from 'columnar-shuffle';
 import { column, CustomerTotals, forEachNumber } from '../examples/job-runner/columns.js';
@@ -17,6 +16,7 @@ import { generatedOrders } from '../examples/job-runner/data.js';
 import { checkOrdersPerCustomer, ordersPerCustomerJob, ordersPerCustomerReference, type CustomerAnswer } from '../examples/job-runner/jobs.js';
 import { main } from '../examples/job-runner/main.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
+import { textSink } from './support/text-sink.js';
 
 const SHAPE = { maps: 4, partitions: 4 };
 
@@ -36,18 +36,6 @@ afterEach(async () => {
   await removeDir(dir);
 });
 
-function sink(): { stream: Writable; text: () => string } {
-  const chunks: string[] = [];
-  return {
-    stream: new Writable({
-      write(chunk: Buffer, _encoding, callback) {
-        chunks.push(chunk.toString());
-        callback();
-      },
-    }),
-    text: () => chunks.join(''),
-  };
-}
 
 /** An answer equal to the reference, then changed by `edit`. */
 function answerFrom(reference: CustomerTotals, edit: (totals: CustomerTotals, answer: CustomerAnswer) => void = () => undefined, skip?: number): CustomerAnswer {
@@ -137,8 +125,8 @@ describe('job 1 on skewed orders', () => {
 describe('the demo', () => {
   test('prints the rows in and written, the bytes shuffled and the spills (with their bytes) of the map stage', async () => {
     // 50,000 customers: the partial aggregates (about 430 KiB) outgrow a 256 KiB share, so the writers spill
-    const stdout = sink();
-    const stderr = sink();
+    const stdout = textSink();
+    const stderr = textSink();
     const code = await main(['--orders', '60000', '--customers', '50000', '--maps', '2', '--partitions', '4', '--threads', '2', '--memory', '512KiB', '--dir', dir], {
       stdout: stdout.stream,
       stderr: stderr.stream,
@@ -161,8 +149,8 @@ describe('the demo', () => {
   });
 
   test('--writer takes hash or sort, nothing else', async () => {
-    const stderr = sink();
-    expect(await main(['--writer', 'radix'], { stdout: sink().stream, stderr: stderr.stream })).toBe(2);
+    const stderr = textSink();
+    expect(await main(['--writer', 'radix'], { stdout: textSink().stream, stderr: stderr.stream })).toBe(2);
     expect(stderr.text()).toContain('--writer must be hash or sort, got radix');
   });
 });

@@ -11,7 +11,6 @@
 import { readdirSync } from 'node:fs';
 import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { Float64, Int64, Table, tableToIPC, Utf8, vectorFromArray } from 'apache-arrow';
 import { MapTaskPool } from 'columnar-shuffle';
@@ -21,6 +20,7 @@ import { checkJoin, checkOrdersPerCustomer, joinJob, joinReference, ordersPerCus
 import { main } from '../examples/job-runner/main.js';
 import { progressBoard, renderLine } from '../examples/job-runner/progress.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
+import { textSink } from './support/text-sink.js';
 
 const SHAPE = { maps: 4, partitions: 4 };
 const MAP_STAGE = 'map (partial aggregate)';
@@ -41,18 +41,6 @@ afterEach(async () => {
   await removeDir(dir);
 });
 
-function sink(): { stream: Writable; text: () => string } {
-  const chunks: string[] = [];
-  return {
-    stream: new Writable({
-      write(chunk: Buffer, _encoding, callback) {
-        chunks.push(chunk.toString());
-        callback();
-      },
-    }),
-    text: () => chunks.join(''),
-  };
-}
 
 describe('job 1: orders per customer, two-phase aggregate', () => {
   test('with a map task that throws, a worker terminated and a lost attempt, the answer is still right and nothing is left', async () => {
@@ -154,8 +142,8 @@ describe('the command line', () => {
   test("an input file without a column the job needs is refused, naming it and the file's columns", async () => {
     const path = join(dir, 'orders.arrow');
     await writeFile(path, tableToIPC(new Table({ customer: vectorFromArray([1n, 2n], new Int64()), amount: vectorFromArray([1.5, 2.5], new Float64()) }), 'file'));
-    const stderr = sink();
-    const code = await main(['--input', path], { stdout: sink().stream, stderr: stderr.stream });
+    const stderr = textSink();
+    const code = await main(['--input', path], { stdout: textSink().stream, stderr: stderr.stream });
     expect(code).toBe(2);
     expect(stderr.text()).toContain('has no column "customer_id" (integer); its columns: customer: Int64, amount: Float64');
   });
@@ -163,8 +151,8 @@ describe('the command line', () => {
   test('a column of the wrong type is refused', async () => {
     const path = join(dir, 'orders.arrow');
     await writeFile(path, tableToIPC(new Table({ customer_id: vectorFromArray(['a'], new Utf8()), amount: vectorFromArray([1], new Float64()) })));
-    const stderr = sink();
-    expect(await main(['--input', path], { stdout: sink().stream, stderr: stderr.stream })).toBe(2);
+    const stderr = textSink();
+    expect(await main(['--input', path], { stdout: textSink().stream, stderr: stderr.stream })).toBe(2);
     expect(stderr.text()).toContain('column "customer_id"');
   });
 
@@ -174,8 +162,8 @@ describe('the command line', () => {
     const amounts = vectorFromArray(Array.from({ length: rows }, (_, i) => (i % 1000) / 10), new Float64());
     const path = join(dir, 'mine.arrow');
     await writeFile(path, tableToIPC(new Table({ customer_id: ids, amount: amounts, note: vectorFromArray(Array.from({ length: rows }, () => 'x'), new Utf8()) }), 'file'));
-    const stdout = sink();
-    const stderr = sink();
+    const stdout = textSink();
+    const stderr = textSink();
     const code = await main(['--input', path, '--maps', '3', '--partitions', '3', '--threads', '2', '--dir', join(dir)], { stdout: stdout.stream, stderr: stderr.stream });
     expect(stderr.text()).toBe('');
     expect(code).toBe(0);
@@ -190,7 +178,7 @@ describe('the command line', () => {
 
 describe('progress bars', () => {
   test('drawn on a terminal, one line per stage, redrawn in place and erased at the end', () => {
-    const out = sink();
+    const out = textSink();
     const tty = Object.assign(out.stream, { isTTY: true, columns: 100 });
     let now = 0;
     const board = progressBoard(tty, () => now);
@@ -208,7 +196,7 @@ describe('progress bars', () => {
   });
 
   test('not drawn into a pipe or a file; log lines still are', () => {
-    const out = sink();
+    const out = textSink();
     const board = progressBoard(out.stream);
     board.update('map', { done: 1, total: 4, detail: '' });
     board.log('a retry');
