@@ -45,6 +45,24 @@ function binarySource(values: Uint8Array[], offsetWidth: 4 | 8, byteOffset: numb
   };
 }
 
+/** A fixed-width source over `bytes`, with word views where they are aligned (as prepareSourceColumn makes them). */
+function fixedWidthSource(bytes: Uint8Array, width: number): SourceColumn {
+  const aligned = (k: number) => bytes.byteOffset % k === 0;
+  return {
+    layout: { kind: 'fixed-width', byteWidth: width },
+    length: bytes.byteLength / width,
+    validity: null,
+    bitOffset: 0,
+    bytes,
+    words16: aligned(2) ? new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >>> 1) : null,
+    words32: aligned(4) ? new Int32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >>> 2) : null,
+    offsets: null,
+    offsetStride: 1,
+    children: [],
+    dictionary: null,
+  };
+}
+
 function readBinary(buffer: ColumnBuffer, rows: number, stride: 1 | 2): Uint8Array[] {
   const out: Uint8Array[] = [];
   for (let i = 0; i < rows; i++) out.push(buffer.data.slice(buffer.values32[i * stride]!, buffer.values32[(i + 1) * stride]!));
@@ -113,20 +131,7 @@ test('splitFixedWidth: every width, aligned and unaligned sources', () => {
       const rng = new Rng(width * 31 + byteOffset);
       const n = 50;
       const bytes = new Uint8Array(new ArrayBuffer(byteOffset + n * width), byteOffset, n * width).map(() => rng.int(0, 255));
-      const aligned = (k: number) => bytes.byteOffset % k === 0;
-      const src: SourceColumn = {
-        layout: { kind: 'fixed-width', byteWidth: width },
-        length: n,
-        validity: null,
-        bitOffset: 0,
-        bytes,
-        words16: aligned(2) ? new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >>> 1) : null,
-        words32: aligned(4) ? new Int32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >>> 2) : null,
-        offsets: null,
-        offsetStride: 1,
-        children: [],
-        dictionary: null,
-      };
+      const src = fixedWidthSource(bytes, width);
       const rowIds = Uint32Array.from({ length: n }, () => rng.int(0, n - 1));
       const dst = new ColumnBuffer({ kind: 'fixed-width', byteWidth: width });
       dst.resize(n + 3, 0, 0);
@@ -238,19 +243,7 @@ test('adjacent row ids are copied as a block, lookalikes are gathered, for fixed
       if (stride === 2) for (let i = 0; i <= n + 2; i++) expect(binary.values32[i * 2 + 1]).toBe(0);
 
       const bytes = Uint8Array.from({ length: rows * width }, () => rng.int(0, 255));
-      const src: SourceColumn = {
-        layout: { kind: 'fixed-width', byteWidth: width },
-        length: rows,
-        validity: null,
-        bitOffset: 0,
-        bytes,
-        words16: bytes.byteLength % 2 === 0 ? new Uint16Array(bytes.buffer) : null,
-        words32: bytes.byteLength % 4 === 0 ? new Int32Array(bytes.buffer) : null,
-        offsets: null,
-        offsetStride: 1,
-        children: [],
-        dictionary: null,
-      };
+      const src = fixedWidthSource(bytes, width);
       const fixed = new ColumnBuffer({ kind: 'fixed-width', byteWidth: width });
       fixed.resize(n + 2, 0, 0);
       splitFixedWidth(src, width, rowIds, 1, n + 1, fixed, 2);
