@@ -2,9 +2,9 @@
  * The benchmark suite: the columnar writer against the sort-based row writer
  * and the naive object-row shuffle (bench/RESULTS.md explains the matrix).
  *
- *   npm run bench                 the full profile (10-20 minutes here); writes bench/RESULTS.md
+ *   npm run bench                 the full profile (about 30 minutes here); writes bench/RESULTS.md
  *                                 and bench/throughput.svg
- *   npm run bench -- --quick      a small profile (about a minute); writes no file
+ *   npm run bench -- --quick      a small profile (about 80 s here: fixed costs dominate); writes no file
  *   npm run bench -- --json       also print every result as one JSON object on stdout
  *   npm run bench -- --out DIR    write RESULTS.md and throughput.svg into DIR instead (also with --quick)
  *   npm run bench -- --shape nested   only these shapes (narrow, wide, nested; repeat or comma-separate);
@@ -36,7 +36,7 @@ const shapeNames: ShapeName[] = argv.flatMap((a, i) => (a === '--shape' ? (argv[
 const selectedShapes = shapeNames.length > 0 ? [...new Set(shapeNames)] : (Object.keys(SHAPES) as ShapeName[]);
 
 const PROFILE = quick
-  ? { rows: { narrow: 200_000, wide: 50_000, nested: 100_000 }, objectFraction: 4, iterations: 1, warmup: 0, spillRounds: 1 }
+  ? { rows: { narrow: 100_000, wide: 25_000, nested: 50_000 }, objectFraction: 4, iterations: 1, warmup: 0, spillRounds: 1 }
   : { rows: { narrow: 2_000_000, wide: 500_000, nested: 1_000_000 }, objectFraction: 8, iterations: 3, warmup: 1, spillRounds: 5 };
 const PARTITION_COUNTS = [1, 8, 200, 1000, 4000, 10000];
 const CODECS: readonly CodecName[] = ['lz4', 'zstd', 'none'];
