@@ -30,7 +30,7 @@ import { sameSchema } from './same-schema.js';
 import { prepareSourceColumn, type SourceColumn } from './source-column.js';
 import { appendColumn } from './append-column.js';
 import { binaryBytesOf } from './split-binary.js';
-import { splitPlanned } from './split-column.js';
+import { splitPlanned, splitRange } from './split-column.js';
 import { planSplit, ScratchSelections, withScratchMemory, type RowSelection, type SplitPlan } from './split-plan.js';
 import { warmSource } from './warm-source.js';
 import {
@@ -113,6 +113,10 @@ export class ShuffleWriter implements Reclaimable {
   private mergeBusy = -1;
   /** partitions whose buffers the chunk being split relies on: reclaim leaves them alone */
   private readonly pinned: Uint8Array;
+  /** per partition, rows of the current chunk a top-up already moved into a flushed buffer (topUp) */
+  private readonly toppedUp: Uint32Array;
+  /** no column has nested levels: a partition's rows can be split in two parts (topUp) */
+  private flatRows = false;
   private readonly partitionRowCounts: number[];
   /** payload encodings still compressing; each removes itself when it settles */
   private readonly inFlight = new Set<Promise<void>>();
@@ -180,6 +184,7 @@ export class ShuffleWriter implements Reclaimable {
     this.merged = new Array<PartitionBuffer | undefined>(n);
     this.mergeMinRows = Math.floor(this.options.maxBatchRows * this.options.mergeThreshold);
     this.pinned = new Uint8Array(n);
+    this.toppedUp = new Uint32Array(n);
     this.partitionRowCounts = new Array<number>(n).fill(0);
     this.splitScratch = new ScratchSelections((bytes) => this.reservation.tryGrow(bytes));
     this.mergeScratch = new ScratchSelections((bytes) => this.reservation.tryGrow(bytes));
@@ -500,6 +505,7 @@ export class ShuffleWriter implements Reclaimable {
     this.layouts = this.outputColumns.map((i) => columnLayoutOf(schema.fields[i]!));
     this.binaryBytesSeen = this.outputColumns.map(() => 0);
     this.nestedBytesSeen = this.outputColumns.map(() => 0);
+    this.flatRows = this.layouts.every((layout) => childLayouts(layout).length === 0);
     const { memLimit, memLimitFloor, numPartitions } = this.options;
     this.binarySlack = binarySlackBytes(memLimit, memLimitFloor, numPartitions, this.layouts.filter((layout) => layout.kind === 'binary').length);
     const dictionaries = this.layouts.flatMap((layout) => dictionaryLayouts(layout));
@@ -612,12 +618,12 @@ export class ShuffleWriter implements Reclaimable {
         const plan = plans[c]!;
         for (const p of used) {
           const buffer = this.buffers[p]!;
-          splitPlanned(plan, p, buffer.columns[c]!, buffer.filled);
+          splitPlanned(plan, p, buffer.columns[c]!, buffer.filled, this.toppedUp[p]);
         }
       }
       for (const p of used) {
         const count = rows.rowCount(p);
-        this.buffers[p]!.filled += count;
+        this.buffers[p]!.filled += count - this.toppedUp[p]!;
         this.partitionRowCounts[p]! += count;
       }
     } finally {
@@ -702,8 +708,12 @@ export class ShuffleWriter implements Reclaimable {
         this.buffers[p] = buffer;
       }
       const target = targetCapacity(buffer.capacity, preferred, incoming, this.options.resizeThreshold);
-      if (buffer.filled + incoming > target && buffer.filled > 0) await this.evict(p, buffer);
-      if (target === buffer.capacity && fitsAsItIs(buffer, plans, p)) continue;
+      this.toppedUp[p] = 0;
+      if (buffer.filled + incoming > target && buffer.filled > 0) {
+        if (target === buffer.capacity) this.topUp(p, buffer, plans);
+        await this.evict(p, buffer);
+      }
+      if (target === buffer.capacity && fitsAsItIs(buffer, plans, p, this.toppedUp[p]!)) continue;
 
       const growth = new BufferGrowth();
       buffer.columns.forEach((column, c) => growth.plan(plans[c]!, p, column, buffer!.filled, target, (capacity) => this.binaryBytesFor(c, capacity)));
@@ -713,6 +723,40 @@ export class ShuffleWriter implements Reclaimable {
       buffer.capacity = target;
       this.reservation.shrink(growth.bytesBefore);
     }
+  }
+
+  /**
+   * Fills a buffer that cannot take all of partition p's incoming rows with
+   * the first of them, so the flush that follows carries a full buffer; the
+   * rest go into the emptied buffer by the split (`toppedUp[p]` rows are
+   * skipped there). Gluten flushes the buffer as it is instead, and the rows
+   * per payload then depend on how the batches fall: under a tight limit at
+   * P = 200 a buffer holds 78 rows, batches bring about 41 rows per
+   * partition, 41 + 41 > 78, so every payload had 41 rows, not 78:
+   *
+   * ```text
+   * Gluten:  filled 41, incoming 41 -> flush 41 rows;    filled 41
+   * top-up:  filled 41, incoming 41 -> take 37, flush 78; filled 4
+   * ```
+   * While the merger runs, only for small buffers (at most mergeMinRows
+   * rows): a larger buffer's payload is large already, and full ones all
+   * land above the merge threshold. Wide rows at
+   * P = 200 get 1035-row buffers; flushed as they are, some of their payloads
+   * hold 1024 rows or fewer and are merged; topped up, none is, and the output
+   * grew by 3 %. Only when nothing must grow for the first rows (validity
+   * bitmap, binary data room) and no column has nested levels; otherwise the
+   * buffer is flushed as it is. Synchronous: p is pinned and nothing interleaves.
+   */
+  private topUp(p: number, buffer: PartitionBuffer, plans: readonly SplitPlan[]): void {
+    const merger = this.merging && this.mergeMinRows > 0;
+    if (!this.flatRows || (merger && buffer.capacity > this.mergeMinRows)) return;
+    const head = buffer.capacity - buffer.filled;
+    if (head <= 0) return;
+    const start = plans[0]!.sel.starts[p]!;
+    if (!fitsAsItIs(buffer, plans, p, 0, start + head)) return;
+    for (let c = 0; c < plans.length; c++) splitRange(plans[c]!, start, start + head, buffer.columns[c]!, buffer.filled);
+    buffer.filled += head;
+    this.toppedUp[p] = head;
   }
 
   private newBuffer(): PartitionBuffer {
@@ -887,13 +931,13 @@ function bufferBytes(buffer: PartitionBuffer | undefined): number {
 }
 
 /**
- * Whether partition p's rows of flat `plans` fit into `buffer` as it is (the
- * usual case once a buffer has its size): no validity bitmap to add, room for
- * the binary bytes. The same test BufferGrowth.plan makes, without its
+ * Whether partition p's rows of flat `plans` (after its first `skip`, up to
+ * row offset `end` if given) fit into `buffer` as it is (the usual case once a
+ * buffer has its size): no validity bitmap to add, room for the binary bytes. The same test BufferGrowth.plan makes, without its
  * objects: it runs for every partition of every chunk, thousands of times per
  * batch at high partition counts. Nested columns take the full plan.
  */
-function fitsAsItIs(buffer: PartitionBuffer, plans: readonly SplitPlan[], p: number): boolean {
+function fitsAsItIs(buffer: PartitionBuffer, plans: readonly SplitPlan[], p: number, skip = 0, end?: number): boolean {
   for (let c = 0; c < plans.length; c++) {
     const plan = plans[c]!;
     const column = buffer.columns[c]!;
@@ -901,7 +945,7 @@ function fitsAsItIs(buffer: PartitionBuffer, plans: readonly SplitPlan[], p: num
     if (column.validity === null && plan.src.validity !== null && hasValidity(column.layout)) return false;
     if (column.layout.kind === 'binary') {
       const { rowIds, starts } = plan.sel;
-      if (column.dataLength + binaryBytesOf(plan.src, rowIds, starts[p]!, starts[p + 1]!) > column.data.byteLength) return false;
+      if (column.dataLength + binaryBytesOf(plan.src, rowIds, starts[p]! + skip, end ?? starts[p + 1]!) > column.data.byteLength) return false;
     }
   }
   return true;

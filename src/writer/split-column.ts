@@ -48,7 +48,8 @@ const unionCursor = new Int32Array(128);
  * Moves partition p's rows of a planned column, at every nesting level, to
  * row `dstRow` of `dst` (Gluten serializes complex columns row by row; this
  * splits them buffer by buffer like flat ones). The buffers must already have
- * room for them (prepared from the same plan).
+ * room for them (prepared from the same plan). A column without nested
+ * levels may `skip` p's first rows (already moved by a top-up: splitRange).
  *
  * A list writes its offsets rebased onto the child rows the partition already
  * holds, then its child takes the planned child rows. Worked example: a
@@ -59,7 +60,7 @@ const unionCursor = new Int32Array(128);
  * child        rows 3, 4 appended
  * ```
  */
-export function splitPlanned(plan: SplitPlan, p: number, dst: ColumnBuffer, dstRow: number): void {
+export function splitPlanned(plan: SplitPlan, p: number, dst: ColumnBuffer, dstRow: number, skip = 0): void {
   const { src, sel } = plan;
   const start = sel.starts[p]!;
   const end = sel.starts[p + 1]!;
@@ -69,12 +70,8 @@ export function splitPlanned(plan: SplitPlan, p: number, dst: ColumnBuffer, dstR
     case 'fixed-width':
     case 'bool':
     case 'binary':
-      splitColumn(src, sel.rowIds, start, end, dst, dstRow, dst.capacity);
-      return;
     case 'dictionary':
-      splitValidity(src, sel.rowIds, start, end, dst, dstRow, dst.capacity);
-      if (plan.remap === null) splitFixedWidth(src, layout.indexWidth, sel.rowIds, start, end, dst, dstRow);
-      else splitRemappedIndices(src, layout.indexWidth, layout.indexSigned, plan.remap, sel.rowIds, start, end, dst, dstRow);
+      splitRange(plan, start + skip, end, dst, dstRow);
       return;
     case 'struct':
       splitValidity(src, sel.rowIds, start, end, dst, dstRow, dst.capacity);
@@ -120,4 +117,21 @@ export function splitPlanned(plan: SplitPlan, p: number, dst: ColumnBuffer, dstR
       return;
     }
   }
+}
+
+/**
+ * Moves rows rowIds[start, end) of a column without nested levels (flat or
+ * dictionary) to row `dstRow` of `dst`: part of one partition's rows, when a
+ * buffer is filled to capacity before it is flushed (the writer's top-up).
+ */
+export function splitRange(plan: SplitPlan, start: number, end: number, dst: ColumnBuffer, dstRow: number): void {
+  const { src, sel } = plan;
+  const layout = src.layout;
+  if (layout.kind !== 'dictionary') {
+    splitColumn(src, sel.rowIds, start, end, dst, dstRow, dst.capacity);
+    return;
+  }
+  splitValidity(src, sel.rowIds, start, end, dst, dstRow, dst.capacity);
+  if (plan.remap === null) splitFixedWidth(src, layout.indexWidth, sel.rowIds, start, end, dst, dstRow);
+  else splitRemappedIndices(src, layout.indexWidth, layout.indexSigned, plan.remap, sel.rowIds, start, end, dst, dstRow);
 }
