@@ -16,11 +16,15 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { CodecName } from '../src/index.js';
 import { failedCase, measureCase, SHUFFLES, type CaseResult, type CaseSpec, type Input } from './measure.js';
 import { derive, e2eRate, readRate, resultsMarkdown, summaryLines, throughputChart, writeRate, type SuiteMeta, type SuiteResults } from './report.js';
 import { batchesOf, inputBytesOf, SHAPES, type Shape, type ShapeName } from './shapes.js';
 import { spillComparison, SPILL_FRACTION } from './spill-comparison.js';
+
+/** the repository's bench/, whether this file runs from there (tsx) or compiled into dist-bench/bench/ (npm run bench) */
+const BENCH_DIR = fileURLToPath(new URL(import.meta.url.includes('/dist-bench/') ? '../../bench/' : './', import.meta.url));
 
 const argv = process.argv.slice(2);
 const args = new Set(argv);
@@ -124,7 +128,7 @@ async function main(): Promise<void> {
   console.log(`${((Date.now() - started) / 1000).toFixed(0)} s`);
   if (args.has('--json')) console.log(JSON.stringify(results, null, 2));
   if ((!quick && shapeNames.length === 0) || outDir !== undefined) {
-    const target = (name: string) => (outDir === undefined ? new URL(`./${name}`, import.meta.url) : join(outDir, name));
+    const target = (name: string) => join(outDir ?? BENCH_DIR, name);
     await writeFile(target('RESULTS.md'), resultsMarkdown(results));
     await writeFile(target('throughput.svg'), throughputChart(results));
     console.log(`wrote ${outDir ?? 'bench'}/RESULTS.md and throughput.svg`);
