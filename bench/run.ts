@@ -13,7 +13,7 @@
  * Figures on a shared 2-core machine move 20-50 % between runs: compare
  * ratios measured in one run, not absolute numbers across runs.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -129,6 +129,7 @@ async function main(): Promise<void> {
   if (args.has('--json')) console.log(JSON.stringify(results, null, 2));
   if ((!quick && shapeNames.length === 0) || outDir !== undefined) {
     const target = (name: string) => join(outDir ?? BENCH_DIR, name);
+    if (outDir !== undefined) await mkdir(outDir, { recursive: true });
     await writeFile(target('RESULTS.md'), resultsMarkdown(results));
     await writeFile(target('throughput.svg'), throughputChart(results));
     console.log(`wrote ${outDir ?? 'bench'}/RESULTS.md and throughput.svg`);
