@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { decompressFrame } from 'lz4-napi';
+import { compressFrame, decompressFrame } from 'lz4-napi';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { compressLz4FrameBytes, xxh32 } from '../src/format/lz4-frame.js';
+import { compressLz4FrameBytes, decompressSingleBlock, SYNC_DECODE_MAX_BYTES, xxh32 } from '../src/format/lz4-frame.js';
 
 describe('xxh32 (for the LZ4 frame header checksum)', () => {
   test.each([
@@ -62,5 +62,59 @@ describe('compressLz4Frame writes standard LZ4 frames', () => {
       }),
       { numRuns: 200 },
     );
+  });
+});
+
+describe('decompressSingleBlock decodes one-block frames on the calling thread, and declines every other shape', () => {
+  /** 1 KiB of text-like bytes repeated: compresses into one block */
+  const compressible = (size: number) => Uint8Array.from({ length: size }, (_, i) => 97 + ((i * 7) % 26));
+
+  test('any frame compressLz4Frame makes of up to SYNC_DECODE_MAX_BYTES bytes decodes to its input', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.uint8Array({ minLength: 1, maxLength: 3000 }), fc.nat(40), async (bytes, repeat) => {
+        const input = new Uint8Array(bytes.length * (repeat + 1));
+        for (let r = 0; r <= repeat; r++) input.set(bytes, r * bytes.length);
+        const frame = await compressLz4FrameBytes(input);
+        const decoded = decompressSingleBlock(frame, input.byteLength);
+        // a block that did not shrink is stored, and stored blocks are left to the frame decoder
+        const stored = (new DataView(frame.buffer, frame.byteOffset).getUint32(7, true) >>> 31) === 1;
+        if (stored) expect(decoded).toBeNull();
+        else expect(new Uint8Array(decoded!)).toEqual(input);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  test('declines frames it does not decode itself: over the size limit, stored blocks, several blocks, content checksums', async () => {
+    const big = compressible(SYNC_DECODE_MAX_BYTES + 1);
+    expect(decompressSingleBlock(await compressLz4FrameBytes(big), big.byteLength)).toBeNull();
+    const random = new Uint8Array(randomBytes(4096));
+    expect(decompressSingleBlock(await compressLz4FrameBytes(random), random.byteLength)).toBeNull();
+    // two blocks: the first frame's block, then the second's, then the end mark
+    const [a, b] = [compressible(3000), compressible(5000)];
+    const [frameA, frameB] = [await compressLz4FrameBytes(a), await compressLz4FrameBytes(b)];
+    const twoBlocks = Buffer.concat([frameA.subarray(0, -4), frameB.subarray(7)]);
+    expect(new Uint8Array(await decompressFrame(twoBlocks))).toEqual(new Uint8Array(Buffer.concat([a, b])));
+    expect(decompressSingleBlock(twoBlocks, 8000)).toBeNull();
+    const small = compressible(4096);
+    expect(decompressSingleBlock(await compressFrame(small, { contentChecksum: true }), small.byteLength)).toBeNull();
+    // the same frame without the checksum is one block it decodes
+    expect(new Uint8Array(decompressSingleBlock(await compressFrame(small), small.byteLength)!)).toEqual(small);
+  });
+
+  test('a frame whose block is damaged throws instead of decoding to other bytes of the declared size', async () => {
+    const input = compressible(4096);
+    const frame = await compressLz4FrameBytes(input);
+    // the first token promises more literals than the block holds
+    const damaged = frame.slice();
+    damaged[11] = 0xff;
+    damaged[12] = 0xff;
+    expect(() => decompressSingleBlock(damaged, input.byteLength)).toThrow();
+  });
+
+  test('a declared size smaller than what the block decodes to throws', async () => {
+    const input = compressible(4096);
+    const frame = await compressLz4FrameBytes(input);
+    expect(() => decompressSingleBlock(frame, 1000)).toThrow();
   });
 });

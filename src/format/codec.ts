@@ -2,7 +2,7 @@ import { decompressFrame } from 'lz4-napi';
 import * as zstd from 'zstd-napi';
 import { CompressionType } from 'apache-arrow/fb/compression-type';
 import { ShuffleError } from '../errors.js';
-import { compressLz4Frame } from './lz4-frame.js';
+import { compressLz4Frame, decompressSingleBlock } from './lz4-frame.js';
 
 /** The body compressions a shuffle output can use; `none` writes uncompressed IPC. */
 export type CodecName = 'lz4' | 'zstd' | 'none';
@@ -22,7 +22,8 @@ export interface Codec {
   readonly arrowType: CompressionType;
   /** The compressed frame, possibly as several pieces to be written back to back (saves a copy). */
   compress(input: Uint8Array): Promise<Uint8Array[]>;
-  decompress(input: Uint8Array): Promise<Uint8Array>;
+  /** `size`: the uncompressed length the buffer's prefix declares, when known (lets lz4 decode small frames at once) */
+  decompress(input: Uint8Array, size?: number): Promise<Uint8Array>;
   /**
    * Why `input` cannot decompress to `declared` bytes as far as its own headers
    * tell (a frame declaring another size, or too few bytes for that much), or
@@ -37,7 +38,7 @@ const lz4: Codec = {
   name: 'lz4',
   arrowType: CompressionType.LZ4_FRAME,
   compress: compressLz4Frame,
-  decompress: (input) => decompressFrame(input),
+  decompress: async (input, size) => (size === undefined ? null : decompressSingleBlock(input, size)) ?? decompressFrame(input),
   // an LZ4 sequence expands at most 255:1; frame headers and block sizes only add to the input
   sizeMismatch: (input, declared) =>
     declared > input.byteLength * 255 + 64 ? `${input.byteLength} bytes of LZ4 cannot hold ${declared} bytes` : null,

@@ -300,7 +300,7 @@ async function decompressBody(
       if (mismatch !== null) throw messages.corrupt(`buffer ${index} claims ${declared} bytes uncompressed but ${mismatch}`, messageStart);
       let out: Uint8Array;
       try {
-        out = await codec.decompress(payload);
+        out = await codec.decompress(payload, Number(declared));
       } catch (cause) {
         throw messages.corrupt(`cannot decompress buffer ${index}: ${(cause as Error).message}`, messageStart, cause);
       }

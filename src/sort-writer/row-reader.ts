@@ -108,7 +108,7 @@ async function storedRows(block: BlockRef, codec: Codec | null, where: ErrorLoca
   if (mismatch !== null) throw corrupt(`claims ${rawLength} bytes of rows but ${mismatch}`);
   let raw: Uint8Array;
   try {
-    raw = await codec.decompress(payload);
+    raw = await codec.decompress(payload, rawLength);
   } catch (cause) {
     throw new ShuffleError('CS_CORRUPT_DATA', `invalid sort-writer partition: cannot decompress the ${codec.name} block at ${at}: ${(cause as Error).message}`, { ...where, offset: (where.offset ?? 0) + at }, { cause });
   }
