@@ -44,6 +44,8 @@ export interface RoundTripCase {
   maxBatchRows: number | undefined;
   memLimitFloor: number | undefined;
   resizeThreshold: number | undefined;
+  /** 0 stops the payload merger, 1 parks every eviction: either way full small buffers are topped up */
+  mergeThreshold: number | undefined;
   coalesceRows: number;
   /** the writer's schema: 0 from the first batch, 1 the in-memory schema, 2 the schema as read back from IPC */
   schemaBinding: number;
@@ -88,6 +90,7 @@ export const caseArb: fc.Arbitrary<RoundTripCase> = fc.record({
   // small floors shrink the preferred buffer size with the row width and partition count (resizes)
   memLimitFloor: fc.constantFrom(undefined, 1 << 16, 1 << 20),
   resizeThreshold: fc.constantFrom(undefined, 0, 0.25, 2),
+  mergeThreshold: fc.constantFrom(undefined, undefined, 0, 1),
   coalesceRows: fc.oneof(fc.integer({ min: 1, max: 10 }), fc.integer({ min: 1, max: 5000 })),
   schemaBinding: fc.nat({ max: 2 }),
 });
@@ -170,6 +173,7 @@ export function build(c: RoundTripCase): Built {
     ...(c.maxBatchRows !== undefined ? { maxBatchRows: c.maxBatchRows } : {}),
     ...(c.memLimitFloor !== undefined ? { memLimitFloor: c.memLimitFloor } : {}),
     ...(c.resizeThreshold !== undefined ? { resizeThreshold: c.resizeThreshold } : {}),
+    ...(c.mergeThreshold !== undefined ? { mergeThreshold: c.mergeThreshold } : {}),
     // the sort writer's page and block sizes, derived from mapId so that the columnar writer's cases stay as they were:
     // tiny pages and blocks spread rows over many pages and give long values pages and blocks of their own
     ...SORT_SIZES[c.mapId % SORT_SIZES.length]!,
