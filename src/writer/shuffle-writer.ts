@@ -739,20 +739,22 @@ export class ShuffleWriter implements Reclaimable {
    * top-up:  filled 41, incoming 41 -> take 37, flush 78; filled 4
    * ```
    * While the merger runs, only for small buffers (at most mergeMinRows
-   * rows): a larger buffer's payload is large already, and full ones all
-   * land above the merge threshold. Wide rows at
-   * P = 200 get 1035-row buffers; flushed as they are, some of their payloads
-   * hold 1024 rows or fewer and are merged; topped up, none is, and the output
-   * grew by 3 %. Only when nothing must grow for the first rows (validity
-   * bitmap, binary data room) and no column has nested levels; otherwise the
-   * buffer is flushed as it is. Synchronous: p is pinned and nothing interleaves.
+   * rows): a larger buffer's payload is large already, and full ones all land
+   * above the merge threshold. Wide rows at P = 200 get 1035-row buffers;
+   * flushed as they are, some of their payloads hold 1024 rows or fewer and
+   * are merged; topped up, none is, and the output grew by 3 %.
+   *
+   * Only when nothing must grow for the first rows (validity bitmap, binary
+   * data room) and no column has nested levels; otherwise the buffer is
+   * flushed as it is. Synchronous: p is pinned and nothing interleaves.
    */
   private topUp(p: number, buffer: PartitionBuffer, plans: readonly SplitPlan[]): void {
     const merger = this.merging && this.mergeMinRows > 0;
     if (!this.flatRows || (merger && buffer.capacity > this.mergeMinRows)) return;
     const head = buffer.capacity - buffer.filled;
-    if (head <= 0) return;
-    const start = plans[0]!.sel.starts[p]!;
+    const first = plans[0];
+    if (head <= 0 || first === undefined) return;
+    const start = first.sel.starts[p]!;
     if (!fitsAsItIs(buffer, plans, p, 0, start + head)) return;
     for (let c = 0; c < plans.length; c++) splitRange(plans[c]!, start, start + head, buffer.columns[c]!, buffer.filled);
     buffer.filled += head;
@@ -932,10 +934,11 @@ function bufferBytes(buffer: PartitionBuffer | undefined): number {
 
 /**
  * Whether partition p's rows of flat `plans` (after its first `skip`, up to
- * row offset `end` if given) fit into `buffer` as it is (the usual case once a
- * buffer has its size): no validity bitmap to add, room for the binary bytes. The same test BufferGrowth.plan makes, without its
- * objects: it runs for every partition of every chunk, thousands of times per
- * batch at high partition counts. Nested columns take the full plan.
+ * row offset `end` if given) fit into `buffer` as it is (the usual case once
+ * a buffer has its size): no validity bitmap to add, room for the binary
+ * bytes. The same test BufferGrowth.plan makes, without its objects: it runs
+ * for every partition of every chunk, thousands of times per batch at high
+ * partition counts. Nested columns take the full plan.
  */
 function fitsAsItIs(buffer: PartitionBuffer, plans: readonly SplitPlan[], p: number, skip = 0, end?: number): boolean {
   for (let c = 0; c < plans.length; c++) {
