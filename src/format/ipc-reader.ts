@@ -17,7 +17,8 @@ import { columnInconsistency } from './validate-column.js';
 /**
  * Reads one Arrow IPC stream (schema message, dictionary and record-batch
  * messages, optional end-of-stream marker) held in memory, decompressing
- * LZ4_FRAME / ZSTD bodies asynchronously. It accepts any spec-compliant
+ * LZ4_FRAME / ZSTD bodies asynchronously (small one-block LZ4 frames at once:
+ * lz4-frame.ts decompressSingleBlock). It accepts any spec-compliant
  * stream, including the legacy framing without the continuation marker.
  *
  * `where` locates the stream in its file for error messages: `offset` is the
@@ -43,7 +44,8 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
     return loading;
   };
   // While a record batch is handed out, the next one (if the next message is one) is already
-  // decompressing on the libuv pool. Dictionary batches are taken in order: nothing is loaded past one.
+  // loading (its large frames decompressing on the libuv pool). Dictionary batches are taken in order:
+  // nothing is loaded past one.
   let next = messages.next();
   let loading = next !== null && isRecordBatch(next) ? load(next) : null;
   while (next !== null) {
