@@ -32,7 +32,8 @@ export interface Codec {
   sizeMismatch(input: Uint8Array, declared: number): string | null;
 }
 
-// lz4-napi's sync calls leak ~1 MB per MB processed (antoniomuso/lz4-napi#678): only the async ones are used.
+// lz4-napi's sync compressors and frame decoder leak ~1 MB per MB processed (antoniomuso/lz4-napi#678): compression is
+// async; small one-block frames are decoded with uncompressSync, which does not leak, and the rest asynchronously.
 // Frames are assembled around its block compressor (lz4-frame.ts), which is about twice as fast.
 const lz4: Codec = {
   name: 'lz4',
