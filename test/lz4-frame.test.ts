@@ -112,6 +112,14 @@ describe('decompressSingleBlock decodes one-block frames on the calling thread, 
     expect(() => decompressSingleBlock(damaged, input.byteLength)).toThrow();
   });
 
+  test('a block longer than any LZ4 block of the declared size is left to the frame decoder', () => {
+    // header, a 100,000-byte "block", end mark: a real block of 10 bytes takes at most 10 + 1 + 16
+    const frame = new Uint8Array(7 + 4 + 100_000 + 4);
+    frame.set([0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, (xxh32(Uint8Array.of(0x60, 0x40), 0) >>> 8) & 0xff]);
+    new DataView(frame.buffer).setUint32(7, 100_000, true);
+    expect(decompressSingleBlock(frame, 10)).toBeNull();
+  });
+
   test('a declared size smaller than what the block decodes to throws', async () => {
     const input = compressible(4096);
     const frame = await compressLz4FrameBytes(input);

@@ -102,7 +102,9 @@ export function decompressSingleBlock(frame: Uint8Array, size: number): Uint8Arr
   if (blockAt + 4 > frame.byteLength) return null;
   const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
   const blockBytes = view.getUint32(blockAt, true);
-  if ((blockBytes & UNCOMPRESSED_BIT) !== 0 || blockBytes === 0) return null;
+  // an LZ4 block of `size` bytes takes at most size + size / 255 + 16: a longer one is damaged, and left to the
+  // frame decoder to report (the scratch array, kept between calls, never grows past what a real block needs)
+  if ((blockBytes & UNCOMPRESSED_BIT) !== 0 || blockBytes === 0 || blockBytes > size + Math.ceil(size / 255) + 16) return null;
   const endAt = blockAt + 4 + blockBytes;
   if (endAt + END_MARK_BYTES !== frame.byteLength || view.getUint32(endAt, true) !== 0) return null;
   if (scratch.byteLength < 4 + blockBytes) scratch = new Uint8Array(Math.max(4 + blockBytes, 2 * scratch.byteLength, 1024));
