@@ -1,10 +1,11 @@
 /**
- * "The accounting is the truth" (issue 3): the memory pool's `reserved` figure
- * matches the ArrayBuffer memory the writer (the columnar one, or the sort writer
- * in the cases that say so) really holds. Each case runs
+ * "The accounting is the truth" (issue 3): the memory pool's `held` figure
+ * (what its consumers reserved, plus the idle buffers its recycler keeps)
+ * matches the ArrayBuffer memory the writer (the columnar one, or the sort
+ * writer in the cases that say so) really holds. Each case runs
  * test/support/memory-probe.ts in a child `node --expose-gc` (a full GC before
  * every sample), which builds its input, takes a baseline, then after every
- * write compares pool.reserved with the growth of
+ * write compares pool.held with the growth of
  * `process.memoryUsage().arrayBuffers` over the baseline.
  */
 import { execFile } from 'node:child_process';
@@ -61,17 +62,18 @@ function report(name: CaseName): ProbeReport {
 }
 
 const mib = (bytes: number) => `${(bytes / MiB).toFixed(2)} MiB`;
-const describeSample = (s: ProbeSample) => `after ${s.after}: reserved ${mib(s.reserved)}, ArrayBuffers +${mib(s.arrayBuffers)} (${mib(s.arrayBuffers - s.reserved)} unaccounted)`;
+const describeSample = (s: ProbeSample) =>
+  `after ${s.after}: held ${mib(s.held)} (reserved ${mib(s.reserved)}), ArrayBuffers +${mib(s.arrayBuffers)} (${mib(s.arrayBuffers - s.held)} unaccounted)`;
 
 describe.each(NAMES)('%s', (name) => {
   const config: ProbeConfig = CASES[name];
 
-  test('after every batch (and a GC) the ArrayBuffer growth is within max(2 MiB, 10 %) of pool.reserved', () => {
+  test('after every batch (and a GC) the ArrayBuffer growth is within max(2 MiB, 10 %) of pool.held', () => {
     const r = report(name);
     const perBatch = r.samples.filter((s) => typeof s.after === 'number');
     expect(perBatch).toHaveLength(config.batches);
-    const off = perBatch.filter((s) => Math.abs(s.arrayBuffers - s.reserved) > Math.max(SLACK, 0.1 * s.reserved));
-    const worst = [...perBatch].sort((a, b) => b.arrayBuffers - b.reserved - (a.arrayBuffers - a.reserved))[0]!;
+    const off = perBatch.filter((s) => Math.abs(s.arrayBuffers - s.held) > Math.max(SLACK, 0.1 * s.held));
+    const worst = [...perBatch].sort((a, b) => b.arrayBuffers - b.held - (a.arrayBuffers - a.held))[0]!;
     expect(off.map(describeSample), `worst: ${describeSample(worst)}`).toEqual([]);
   });
 
@@ -82,7 +84,9 @@ describe.each(NAMES)('%s', (name) => {
       expect(r.spills).toBeGreaterThan(0);
       expect(r.poolPeak).toBeLessThanOrEqual(config.limit);
     }
-    expect(r.peakMemoryBytes).toBe(r.poolPeak);
+    // the writer's own peak; the pool's may add idle recycled buffers that existed at the time
+    expect(r.peakMemoryBytes).toBeGreaterThan(0);
+    expect(r.peakMemoryBytes).toBeLessThanOrEqual(r.poolPeak);
     expect(r.spillFilesLeft).toBe(0);
   });
 
@@ -95,12 +99,15 @@ describe.each(NAMES)('%s', (name) => {
     });
   }
 
-  test('after finish (and a GC) nothing is reserved and the ArrayBuffers are back near the baseline, the finished writer still referenced', () => {
+  test('after finish (and a GC) nothing is reserved, the ArrayBuffers are the idle recycled buffers, and back near the baseline once they are cleared', () => {
     const r = report(name);
     const finished = r.samples.find((s) => s.after === 'finish')!;
     const dropped = r.samples.find((s) => s.after === 'dropped')!;
+    const cleared = r.samples.find((s) => s.after === 'idle-cleared')!;
     expect(finished.reserved).toBe(0);
-    expect(dropped.arrayBuffers, describeSample(dropped)).toBeLessThanOrEqual(SLACK);
-    expect(finished.arrayBuffers, `${describeSample(finished)}; once the writer object is dropped: +${mib(dropped.arrayBuffers)}`).toBeLessThanOrEqual(SLACK);
+    expect(Math.abs(finished.arrayBuffers - finished.held), `${describeSample(finished)}; once the writer object is dropped: +${mib(dropped.arrayBuffers)}`).toBeLessThanOrEqual(SLACK);
+    expect(Math.abs(dropped.arrayBuffers - dropped.held), describeSample(dropped)).toBeLessThanOrEqual(SLACK);
+    expect(cleared.held).toBe(0);
+    expect(cleared.arrayBuffers, describeSample(cleared)).toBeLessThanOrEqual(SLACK);
   });
 });

@@ -70,7 +70,13 @@ export interface EncodedMessage {
   byteLength: number;
   /** bytes of ArrayBuffers the message keeps alive, when more than byteLength (an arena with slack) */
   heldBytes?: number;
+  /** the array the body lives in, when it came from the caller's `allocate` (to be given back once the message is written) */
+  arena?: Uint8Array;
 }
+
+/** Where an encoder gets the array it lays a message out in: zeroed, at least `bytes` long. */
+export type Allocate = (bytes: number) => Uint8Array;
+const allocateNew: Allocate = (bytes) => new Uint8Array(bytes);
 
 const ZEROS = new Uint8Array(8);
 
@@ -299,6 +305,9 @@ export function payloadArenaBound(rawBytes: number, count: number): number {
  * No write ever passes the start of a later slot, so the raw bytes still to
  * be moved are never overwritten. Without a codec, or with a policy that never
  * compresses, the body is laid out at once by `encodeRawPayload`.
+ *
+ * The arena comes from `allocate` (a recycled buffer, possibly longer than
+ * asked) and is the message's `arena`.
  */
 export function encodeRecordBatchPayload(
   rows: number,
@@ -306,15 +315,16 @@ export function encodeRecordBatchPayload(
   buffers: readonly Uint8Array[],
   codec: Codec | null,
   advisor?: CompressionPolicy,
+  allocate: Allocate = allocateNew,
 ): Promise<EncodedMessage> {
-  if (codec === null || advisor?.neverCompresses === true) return Promise.resolve(encodeRawPayload(rows, nodes, buffers, codec));
+  if (codec === null || advisor?.neverCompresses === true) return Promise.resolve(encodeRawPayload(rows, nodes, buffers, codec, allocate));
   const slots: number[] = [];
   let arenaBytes = 0;
   for (const b of buffers) {
     slots.push(arenaBytes);
     if (b.byteLength > 0) arenaBytes += PREFIX_BYTES + b.byteLength + padding8(b.byteLength);
   }
-  const arena = new Uint8Array(arenaBytes);
+  const arena = allocate(arenaBytes);
   buffers.forEach((b, i) => {
     if (b.byteLength > 0) arena.set(b, slots[i]! + PREFIX_BYTES); // an empty buffer has no slot (it may sit past the end)
   });
@@ -332,7 +342,8 @@ export function rawPayloadBytes(nodeCount: number, buffers: readonly Uint8Array[
 /**
  * `encodeRecordBatchPayload` when nothing is compressed, done at once: the
  * header and the body buffers copied into one array (`into`: zeroed, exactly
- * rawPayloadBytes long; a new one by default), each buffer after
+ * rawPayloadBytes long, such as a slab range; or got from an `Allocate`, then
+ * possibly longer, and the message's `arena`), each buffer after
  * the -1 prefix of a buffer stored raw when the stream is compressed
  * (`codec`), or as it is without one. Tiny payloads (a tight memory limit,
  * thousands of partitions) take this path by the ten thousand: a promise per
@@ -348,7 +359,7 @@ export function encodeRawPayload(
   nodes: readonly FieldNodeInfo[],
   buffers: readonly Uint8Array[],
   codec: Codec | null,
-  into: Uint8Array = new Uint8Array(rawPayloadBytes(nodes.length, buffers, codec)),
+  into: Uint8Array | Allocate = allocateNew,
 ): EncodedMessage {
   const prefix = codec === null ? 0 : PREFIX_BYTES;
   const regions: number[] = [];
@@ -358,7 +369,8 @@ export function encodeRawPayload(
     if (b.byteLength > 0) bodyBytes += prefix + b.byteLength + padding8(prefix + b.byteLength);
   }
   const headerBytes = recordBatchHeaderBytes(nodes.length, buffers.length, codec !== null);
-  const message = into;
+  const arena = typeof into === 'function' ? into(headerBytes + bodyBytes) : null;
+  const message = arena === null ? (into as Uint8Array) : arena.subarray(0, headerBytes + bodyBytes);
   writeRecordBatchHeader(message, rows, nodes, regions, codec === null ? null : codec.arrowType, bodyBytes);
   let cursor = headerBytes;
   for (const b of buffers) {
@@ -367,7 +379,8 @@ export function encodeRawPayload(
     message.set(b, cursor + prefix);
     cursor += prefix + b.byteLength + padding8(prefix + b.byteLength); // the padding is the array's zeros
   }
-  return { chunks: [message], byteLength: message.byteLength };
+  if (arena === null) return { chunks: [message], byteLength: message.byteLength };
+  return { chunks: [message], byteLength: message.byteLength, heldBytes: arena.byteLength, arena };
 }
 
 async function compressArena(
@@ -428,7 +441,7 @@ async function compressArena(
     arena.fill(0, end, cursor);
   });
   const framed = encodeRecordBatchHeader(rows, nodes, regions, codec.arrowType, cursor);
-  return { chunks: [framed, arena.subarray(0, cursor)], byteLength: framed.byteLength + cursor, heldBytes: framed.byteLength + arena.byteLength };
+  return { chunks: [framed, arena.subarray(0, cursor)], byteLength: framed.byteLength + cursor, heldBytes: framed.byteLength + arena.byteLength, arena };
 }
 
 /** Writes a little-endian int64 (a safe integer, possibly -1) without BigInt. */

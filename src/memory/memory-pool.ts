@@ -1,4 +1,5 @@
 import { ShuffleError } from '../errors.js';
+import { BufferRecycler } from './buffer-recycler.js';
 
 /**
  * Something holding memory that it can give back on request, typically by
@@ -26,17 +27,28 @@ export interface Reclaimable {
  *    to free memory and fails with `MemoryLimitError` only when nothing more can
  *    be freed;
  * 3. after dropping: `r.shrink(n)`; at the end `r.free()` (also unregisters).
+ *
+ * Large buffers go through `recycler` (memory/buffer-recycler.ts): allocated
+ * with `take` after reserving, given back with `give` before releasing. Its
+ * idle buffers are nobody's reservation but they exist: the limit bounds
+ * `held` (reserved plus idle), and a reservation that would not fit lets idle
+ * buffers go first, so they count as `available` too.
  */
 export class MemoryPool {
   /** The byte limit, or Infinity for an unbounded pool. */
   readonly limit: number;
+  /** Large buffers given back by this pool's consumers, for the next one that needs the same length. */
+  readonly recycler: BufferRecycler;
   private reservedBytes = 0;
   private peakBytes = 0;
   private readonly reservations = new Set<MemoryReservation>();
 
-  constructor(limit: number = Number.POSITIVE_INFINITY) {
+  /** `maxIdleBytes`: the most the recycler keeps idle (default: 64 MiB, at most half the limit). */
+  constructor(limit: number = Number.POSITIVE_INFINITY, options: { maxIdleBytes?: number } = {}) {
     if (!(limit > 0)) throw new ShuffleError('CS_INVALID_ARGUMENT', `a memory limit must be a positive number of bytes, got ${String(limit)}`);
     this.limit = limit;
+    const maxIdleBytes = options.maxIdleBytes ?? Math.min(DEFAULT_MAX_IDLE_BYTES, Math.floor(limit / 2));
+    this.recycler = new BufferRecycler(maxIdleBytes);
   }
 
   /** Bytes currently reserved by all consumers. */
@@ -44,11 +56,22 @@ export class MemoryPool {
     return this.reservedBytes;
   }
 
-  /** The highest `reserved` has been. */
+  /** Bytes of idle buffers the recycler keeps for the next consumer. */
+  get idle(): number {
+    return this.recycler.bytes;
+  }
+
+  /** Bytes of ArrayBuffers the pool accounts for: reserved plus idle. Never more than the limit. */
+  get held(): number {
+    return this.reservedBytes + this.recycler.bytes;
+  }
+
+  /** The highest `held` has been when a reservation grew. */
   get peak(): number {
     return this.peakBytes;
   }
 
+  /** Bytes a reservation may still get: what is not held, plus the idle buffers (let go on demand). */
   get available(): number {
     return this.limit - this.reservedBytes;
   }
@@ -70,8 +93,10 @@ export class MemoryPool {
   /** @internal */
   _tryGrow(bytes: number): boolean {
     if (this.reservedBytes + bytes > this.limit) return false;
+    const over = this.held + bytes - this.limit;
+    if (over > 0) this.recycler.drop(over);
     this.reservedBytes += bytes;
-    if (this.reservedBytes > this.peakBytes) this.peakBytes = this.reservedBytes;
+    if (this.held > this.peakBytes) this.peakBytes = this.held;
     return true;
   }
 
@@ -145,6 +170,11 @@ export class MemoryReservation {
     return this.bytes;
   }
 
+  /** The pool's recycler of large buffers: `take` after reserving, `give` before releasing. */
+  get recycler(): BufferRecycler {
+    return this.pool.recycler;
+  }
+
   get peak(): number {
     return this.peakBytes;
   }
@@ -207,6 +237,9 @@ export class MemoryReservation {
     this.pool._unregister(this);
   }
 }
+
+/** The most an unbounded pool's recycler keeps idle. */
+const DEFAULT_MAX_IDLE_BYTES = 64 * 1024 * 1024;
 
 /** Rounds of asking consumers to free memory before a grow gives up. */
 const MAX_RECLAIM_ROUNDS = 4;

@@ -22,11 +22,13 @@ export interface SlabRange {
  * next spill). One `new Uint8Array` per payload cost more than copying its
  * rows, and every one of them was an ArrayBuffer for the collector to track.
  *
- * Memory: a slab is reserved whole in the reservation before it is allocated
- * (`tryGrow`: never waits, never reclaims; when the pool says no, `allocate`
- * returns null and the caller allocates on its own), and released when its
- * last range is. The slab being filled is kept when it empties, and reused
- * from its start (zeroed again), until `trim()` (a reclaim) lets it go too.
+ * Memory: a slab is reserved whole in the reservation before it is taken
+ * from the pool's recycler (`tryGrow`: never waits, never reclaims; when the
+ * pool says no, `allocate` returns null and the caller allocates on its own),
+ * and given back to the recycler and released when its last range is. The
+ * slab being filled is kept when it empties, and reused from its start
+ * (zeroed again), until `trim()` (a reclaim) lets it go too; the next slab is
+ * then likely the same array, back from the recycler.
  *
  * ```text
  * slab   [ range | range | range |        free        ]
@@ -64,7 +66,7 @@ export class SlabAllocator {
     // (a current slab with nothing out starts over at once, in release(): a full one has ranges out)
     if (slab === null || slab.used + length > slab.bytes.byteLength) {
       if (!this.reservation.tryGrow(this.slabBytes)) return null;
-      slab = { bytes: new Uint8Array(this.slabBytes), used: 0, live: 0 };
+      slab = { bytes: this.reservation.recycler.take(this.slabBytes), used: 0, live: 0 };
       this.slabs++;
       this.current = slab;
     }
@@ -85,26 +87,29 @@ export class SlabAllocator {
       slab.used = 0;
       return 0;
     }
-    return this.drop();
+    return this.drop(slab);
   }
 
   /** Releases the slab being filled when it has nothing out (a reclaim wants the memory back); returns the bytes. */
   trim(): number {
     if (this.current === null || this.current.live > 0) return 0;
+    const slab = this.current;
     this.current = null;
-    return this.drop();
+    return this.drop(slab);
   }
 
   /** Releases every slab; ranges still out must not be used any more. */
   releaseAll(): number {
     const bytes = this.reservedBytes;
+    if (this.current !== null) this.reservation.recycler.give(this.current.bytes);
     this.current = null;
     this.slabs = 0;
     this.reservation.shrink(bytes);
     return bytes;
   }
 
-  private drop(): number {
+  private drop(slab: Slab): number {
+    this.reservation.recycler.give(slab.bytes);
     this.slabs--;
     this.reservation.shrink(this.slabBytes);
     return this.slabBytes;

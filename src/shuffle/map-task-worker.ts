@@ -102,7 +102,36 @@ port.on('message', (message: HostMessage) => {
   }
 });
 
+/**
+ * This thread's memory pool, kept from one task to the next so that the large
+ * buffers one task gave back (memory/buffer-recycler.ts) serve the next. A
+ * task that starts while another still winds down (an abort) gets a pool of
+ * its own, as does a task with another budget.
+ */
+let threadPool: { pool: MemoryPool; bytes: number; inUse: boolean } | null = null;
+
+function acquirePool(memoryBytes: number): { pool: MemoryPool; release: () => void } {
+  if (threadPool?.inUse === true) return { pool: newPool(memoryBytes), release: () => undefined };
+  if (threadPool?.bytes !== memoryBytes) threadPool = { pool: newPool(memoryBytes), bytes: memoryBytes, inUse: false };
+  const kept = threadPool;
+  kept.inUse = true;
+  return { pool: kept.pool, release: () => (kept.inUse = false) };
+}
+
+function newPool(memoryBytes: number): MemoryPool {
+  return Number.isFinite(memoryBytes) ? new MemoryPool(memoryBytes) : new MemoryPool();
+}
+
 async function runTask(running: Running, task: WorkerTask, memoryBytes: number): Promise<void> {
+  const { pool, release } = acquirePool(memoryBytes);
+  try {
+    await runTaskOn(pool, running, task);
+  } finally {
+    release();
+  }
+}
+
+async function runTaskOn(pool: MemoryPool, running: Running, task: WorkerTask): Promise<void> {
   let writer: MapOutputWriter | null = null;
   try {
     const transform = task.transform === undefined ? passThrough : await loadTransform(task.transform.module, task.transform.export);
@@ -110,7 +139,7 @@ async function runTask(running: Running, task: WorkerTask, memoryBytes: number):
       ...writerSpecOf(task), // the writer kind and its options, as the host sent them
       schema: task.outputSchema === undefined ? undefined : readIpcSchema(task.outputSchema),
       // this thread's share of the process-wide budget (memory pools are per-thread objects)
-      memoryPool: Number.isFinite(memoryBytes) ? new MemoryPool(memoryBytes) : new MemoryPool(),
+      memoryPool: pool,
     });
     let rows = 0;
     let batches = 0;

@@ -14,8 +14,9 @@ import { MAX_PAGES } from './packed-pointer.js';
  * machines; reused pages are warm). A row larger than a page gets a page of
  * its own, dropped at the next reset.
  *
- * Memory: every page is reserved in `reservation` before it is allocated and
- * released when dropped; `reservedBytes` is what the pages hold.
+ * Memory: every page is reserved in `reservation` before it is taken from
+ * the pool's recycler, and given back to it and released when dropped;
+ * `reservedBytes` is what the pages hold.
  */
 export class RowPages {
   /** pages in use, by page number */
@@ -87,7 +88,7 @@ export class RowPages {
     }
     if (!this.reservation.tryGrow(size)) return 'no-memory';
     this.reservedBytes += size;
-    this.push(new Uint8Array(size));
+    this.push(this.reservation.recycler.take(size));
     return 'ok';
   }
 
@@ -96,7 +97,7 @@ export class RowPages {
     const size = this.sizeFor(bytes);
     await this.reservation.grow(size);
     this.reservedBytes += size;
-    this.push(new Uint8Array(size));
+    this.push(this.reservation.recycler.take(size));
   }
 
   /** Forgets every row: standard pages become spares, pages of single large rows are dropped. */
@@ -104,7 +105,10 @@ export class RowPages {
     let dropped = 0;
     for (const page of this.table) {
       if (page.byteLength === this.pageBytes) this.spares.push(page);
-      else dropped += page.byteLength;
+      else {
+        this.reservation.recycler.give(page);
+        dropped += page.byteLength;
+      }
     }
     this.table.length = 0;
     this.views.length = 0;
@@ -116,6 +120,7 @@ export class RowPages {
   /** Drops every spare page; returns the bytes released. */
   releaseSpares(): number {
     const bytes = this.spares.length * this.pageBytes;
+    for (const page of this.spares) this.reservation.recycler.give(page);
     this.spares.length = 0;
     this.release(bytes);
     return bytes;
@@ -124,6 +129,7 @@ export class RowPages {
   /** Drops every page, in use or spare; returns the bytes released. */
   releaseAll(): number {
     const bytes = this.reservedBytes;
+    for (const page of [...this.table, ...this.spares]) this.reservation.recycler.give(page);
     this.table.length = 0;
     this.views.length = 0;
     this.wordViews.length = 0;

@@ -220,7 +220,7 @@ export class SortShuffleWriter implements Reclaimable {
         }
         await this.reserveForFinish(this.mergeBufferBytes);
         const extra = this.reservation.tryGrowUpTo(Math.max(0, windowsWanted(this.spillFile.runCount) - this.mergeBufferBytes), MERGE_WINDOW_SHARE);
-        mergeBuffer = new Uint8Array(this.mergeBufferBytes + extra);
+        mergeBuffer = this.reservation.recycler.take(this.mergeBufferBytes + extra);
       }
       const merger = new RowPartitionMerger(this.output, this.header, this.spillFile, mergeBuffer, this.partitionRows);
       if (this.pointers.count > 0) {
@@ -245,6 +245,7 @@ export class SortShuffleWriter implements Reclaimable {
       };
       await this.spillFile?.delete();
       this.spillFile = null;
+      this.reservation.recycler.give(mergeBuffer); // written and flushed by the commit; released with the rest just below
       this.releaseMemory();
       this.state = 'finished';
       return result;

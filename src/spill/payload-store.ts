@@ -24,6 +24,8 @@ interface CachedPayload {
   reserved: number;
   /** the slab range its bytes live in (reserved with the slab), or null */
   range: SlabRange | null;
+  /** the message once its encoding settled (its arena goes back to the recycler with it) */
+  settled: EncodedMessage | null;
 }
 
 
@@ -96,17 +98,17 @@ export class PayloadStore {
    * its own: the range goes back to its slab when the payload is written.
    */
   add(p: number, message: EncodedMessage | Promise<EncodedMessage>, reserved: number, isBatch = true, range: SlabRange | null = null): void {
-    const payload: CachedPayload = { message, reserved, range };
+    const payload: CachedPayload = { message, reserved, range, settled: null };
     this.cached[p]!.push(payload);
     if (isBatch) this.batchCounts[p]!++;
     this.cachedBytes += reserved;
     if (range !== null) this.slabbedBytes += range.bytes.byteLength;
     if (!(message instanceof Promise)) {
-      this.settle(payload, message.heldBytes ?? message.byteLength);
+      this.settle(payload, message);
       return;
     }
     message.then(
-      (encoded) => this.settle(payload, encoded.heldBytes ?? encoded.byteLength),
+      (encoded) => this.settle(payload, encoded),
       () => undefined, // the failure surfaces where the message is awaited
     );
   }
@@ -186,7 +188,7 @@ export class PayloadStore {
     const extra = this.reservation.tryGrowUpTo(Math.max(0, windowsWanted(runs) - this.mergeBufferBytes), MERGE_WINDOW_SHARE);
     const bufferBytes = this.mergeBufferBytes + extra;
     this.merging = true;
-    const buffer = new Uint8Array(bufferBytes);
+    const buffer = this.reservation.recycler.take(bufferBytes);
     const sink = { append: (bytes: Uint8Array) => output.append(bytes), flush: () => output.flush() };
     try {
       for (let p = 0; p < this.cached.length; p++) {
@@ -203,6 +205,7 @@ export class PayloadStore {
         output.endPartition();
       }
       await output.flush(); // nothing appended may point into the buffer once its memory is released
+      this.reservation.recycler.give(buffer);
     } finally {
       this.reservation.shrink(bufferBytes);
     }
@@ -219,13 +222,23 @@ export class PayloadStore {
     this.spillFile = null;
   }
 
-  private settle(payload: CachedPayload, keptBytes: number): void {
+  private settle(payload: CachedPayload, message: EncodedMessage): void {
+    payload.settled = message;
+    const keptBytes = message.heldBytes ?? message.byteLength;
     if (payload.range === null && payload.reserved > keptBytes) this.shrinkReserved(payload, payload.reserved - keptBytes);
   }
 
-  /** Releases a payload's memory (its reservation, its slab range); returns the bytes given back to the reservation. */
+  /**
+   * Releases a payload's memory (its reservation, its slab range or its arena,
+   * which goes back to the recycler); returns the bytes given back to the
+   * reservation. Its bytes must be written (or no longer wanted).
+   */
   private release(payload: CachedPayload): number {
     let released = payload.reserved;
+    const arena = payload.range === null ? payload.settled?.arena : undefined;
+    // (a dictionary batch reserves nothing here: its tracker owns its memory)
+    if (arena !== undefined && payload.reserved >= arena.byteLength) this.reservation.recycler.give(arena);
+    payload.settled = null;
     this.shrinkReserved(payload, payload.reserved);
     if (payload.range !== null) {
       this.slabbedBytes -= payload.range.bytes.byteLength;

@@ -1,3 +1,4 @@
+import { BufferRecycler } from '../memory/buffer-recycler.js';
 import { fixedBytesPerRow } from './column-layout.js';
 import { grownDataCapacity, hasOwnLength, hasValidity, type ColumnBuffer } from './column-buffer.js';
 import { binaryBytesOf } from './split-binary.js';
@@ -46,6 +47,8 @@ export class BufferGrowth {
       // a nested binary node has no running average of its own: size it like the rows arriving now
       const estimate = dataBytesFor ?? ((rows: number) => Math.ceil((incoming / Math.max(1, selectedRows(plan.sel, p))) * rows));
       dataBytes = resize ? Math.max(needed, estimate(capacity)) : grownDataCapacity(dataBytes, needed);
+      // any length at least this will do: a size class lets buffers of other partitions be reused
+      if (dataBytes !== node.data.byteLength) dataBytes = BufferRecycler.recycledLength(dataBytes);
     }
     if (resize || validity !== (node.validity !== null) || dataBytes !== node.data.byteLength) {
       this.changes.push({ node, capacity, keep, validity, dataBytes });

@@ -1,4 +1,5 @@
 import type { FieldNodeInfo } from '../format/ipc-message.js';
+import type { BufferRecycler } from '../memory/buffer-recycler.js';
 import type { ColumnLayout } from './column-layout.js';
 import type { SourceColumn } from './source-column.js';
 import { countZeroBits, setBits } from './split-bits.js';
@@ -96,10 +97,18 @@ export class ColumnBuffer {
   /** rows used in each child with a length of its own (list, dense union); unused otherwise */
   readonly childRows: number[];
 
-  constructor(layout: ColumnLayout) {
+  /**
+   * `recycler`: where values, validity and binary data come from and go back to
+   * (the owner's memory pool: the caller reserves before every change and
+   * releases after, as `BufferGrowth` and `release` say); null: plain allocations.
+   */
+  constructor(
+    layout: ColumnLayout,
+    private readonly recycler: BufferRecycler | null = null,
+  ) {
     this.layout = layout;
     const childLayouts = layout.kind === 'list' || layout.kind === 'fixed-size-list' ? [layout.child] : layout.kind === 'struct' || layout.kind === 'union' ? layout.children : [];
-    this.children = childLayouts.map((child) => new ColumnBuffer(child));
+    this.children = childLayouts.map((child) => new ColumnBuffer(child, recycler));
     this.childRows = this.children.map(() => 0);
   }
 
@@ -189,10 +198,17 @@ export class ColumnBuffer {
     };
   }
 
-  /** Drops every buffer (capacity 0), children included; returns the bytes released. */
+  /**
+   * Drops every buffer (capacity 0), children included, giving them to the
+   * recycler; returns their bytes, for the caller to release at once. Nothing
+   * may still read them (a spill writing their views has finished).
+   */
   release(): number {
     let bytes = this.ownBytes;
     for (const child of this.children) bytes += child.release();
+    this.recycle(this.values);
+    this.recycle(this.data);
+    if (this.validity !== null) this.recycle(this.validity);
     this.capacity = 0;
     this.validity = null;
     this.setValues(EMPTY);
@@ -209,19 +225,17 @@ export class ColumnBuffer {
    * `dataBytes` (at least what is kept).
    */
   resize(capacity: number, keep: number, dataBytes: number): void {
-    const values = new Uint8Array(valuesBytes(this.layout, capacity));
+    const values = this.allocate(valuesBytes(this.layout, capacity));
     values.set(this.values.subarray(0, Math.min(valuesBytes(this.layout, keep), values.byteLength)));
+    this.recycle(this.values);
     this.setValues(values);
     if (this.validity !== null) {
-      const validity = new Uint8Array(roundUp4((capacity + 7) >>> 3)).fill(0xff);
+      const validity = this.allocate(roundUp4((capacity + 7) >>> 3)).fill(0xff);
       validity.set(this.validity.subarray(0, Math.min((keep + 7) >>> 3, validity.byteLength)));
+      this.recycle(this.validity);
       this.validity = validity;
     }
-    if (this.layout.kind === 'binary') {
-      const data = new Uint8Array(Math.max(dataBytes, this.dataLength));
-      data.set(this.data.subarray(0, this.dataLength));
-      this.setData(data);
-    }
+    if (this.layout.kind === 'binary') this.setDataCapacity(Math.max(dataBytes, this.dataLength));
     if (this.layout.kind === 'union' && this.layout.mode === 'dense') {
       const offsets = new Int32Array(capacity);
       offsets.set(this.unionOffsets.subarray(0, Math.min(keep, capacity)));
@@ -232,7 +246,7 @@ export class ColumnBuffer {
 
   /** Allocates the validity bitmap with the `filled` rows so far marked valid. */
   ensureValidity(capacity: number): void {
-    if (this.validity === null) this.validity = new Uint8Array(roundUp4((capacity + 7) >>> 3)).fill(0xff);
+    if (this.validity === null) this.validity = this.allocate(roundUp4((capacity + 7) >>> 3)).fill(0xff);
   }
 
   /** Marks rows [from, from + count) valid (input rows of a batch without nulls). */
@@ -248,8 +262,9 @@ export class ColumnBuffer {
   /** Re-allocates binary data to exactly `bytes` (>= dataLength), keeping what is used. */
   setDataCapacity(bytes: number): void {
     if (bytes > 0x7fffffff) throw new RangeError('a partition buffer would hold more than 2 GiB of binary data');
-    const data = new Uint8Array(bytes);
+    const data = this.allocate(bytes);
     data.set(this.data.subarray(0, this.dataLength));
+    this.recycle(this.data);
     this.setData(data);
   }
 
@@ -300,6 +315,15 @@ export class ColumnBuffer {
       }
     }
     this.children.forEach((child, i) => child.snapshot(childRowsOf(this, i, rows), nodes, buffers, copy));
+  }
+
+  private allocate(bytes: number): Uint8Array {
+    return this.recycler?.take(bytes) ?? new Uint8Array(bytes);
+  }
+
+  /** Gives a buffer this node no longer uses to the recycler (which keeps only whole large ones). */
+  private recycle(array: Uint8Array): void {
+    this.recycler?.give(array);
   }
 
   private setData(data: Uint8Array): void {

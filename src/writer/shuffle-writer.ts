@@ -9,13 +9,13 @@ import {
   encodeRecordBatchMessage,
   encodeRecordBatchPayload,
   encodeSchemaMessage,
-  MESSAGE_OVERHEAD_BYTES,
   payloadArenaBound,
   rawPayloadBytes,
   type EncodedMessage,
   type FieldNodeInfo,
 } from '../format/ipc-message.js';
 import { assertDirectory, DataFileWriter } from '../format/output-files.js';
+import { BufferRecycler } from '../memory/buffer-recycler.js';
 import { MemoryLimitError, MemoryPool, type MemoryReservation, type Reclaimable } from '../memory/memory-pool.js';
 import { PayloadStore, type ExtraMessages } from '../spill/payload-store.js';
 import { binarySlackBytes, chunkRows, partitionBufferRows, targetCapacity } from './buffer-sizing.js';
@@ -762,7 +762,7 @@ export class ShuffleWriter implements Reclaimable {
   }
 
   private newBuffer(): PartitionBuffer {
-    return { capacity: 0, filled: 0, columns: this.layouts.map((layout) => new ColumnBuffer(layout)), busy: 0 };
+    return { capacity: 0, filled: 0, columns: this.layouts.map((layout) => new ColumnBuffer(layout, this.reservation.recycler)), busy: 0 };
   }
 
   /** Initial binary data capacity of a top-level binary column: the average value size times rows, plus the slack (buffer-sizing.ts). */
@@ -834,10 +834,11 @@ export class ShuffleWriter implements Reclaimable {
     // tiny batches barely compress and cost a compression call per buffer (Gluten's compression threshold)
     const storedRaw = this.codec === null || buffer.filled < this.options.compressionMinRows;
     // a small uncompressed payload goes into the store's slabs (reserved with them) when they have room
-    const range = storedRaw ? this.store.allocate(rawPayloadBytes(nodes.length, bodyBuffers, this.codec)) : null;
-    // otherwise its own copy (with room for prefixes and padding), plus the compressor's output
-    const arena = payloadArenaBound(raw, bodyBuffers.length);
-    const reserved = range !== null ? 0 : arena + (storedRaw ? MESSAGE_OVERHEAD_BYTES : compressionBound(raw));
+    const rawBytes = storedRaw ? rawPayloadBytes(nodes.length, bodyBuffers, this.codec) : 0;
+    const range = storedRaw ? this.store.allocate(rawBytes) : null;
+    // otherwise an arena of its own from the recycler (with room for prefixes and padding), plus the compressor's output
+    const arena = BufferRecycler.recycledLength(storedRaw ? rawBytes : payloadArenaBound(raw, bodyBuffers.length));
+    const reserved = range !== null ? 0 : arena + (storedRaw ? 0 : compressionBound(raw));
     if (!this.reservation.tryGrow(reserved)) {
       buffer.busy++;
       try {
@@ -848,8 +849,8 @@ export class ShuffleWriter implements Reclaimable {
     }
     // copies the views into the payload's arena before it returns: the buffer may be refilled at once
     const message = storedRaw
-      ? encodeRawPayload(buffer.filled, nodes, bodyBuffers, this.codec, range?.bytes)
-      : encodeRecordBatchPayload(buffer.filled, nodes, bodyBuffers, this.codec, this.advisor);
+      ? encodeRawPayload(buffer.filled, nodes, bodyBuffers, this.codec, range?.bytes ?? this.allocateArena)
+      : encodeRecordBatchPayload(buffer.filled, nodes, bodyBuffers, this.codec, this.advisor, this.allocateArena);
     for (const column of buffer.columns) column.clear();
     buffer.filled = 0;
     for (const dictionary of this.dictionaryMessages(p)) this.store.add(p, dictionary, 0, false); // the tracker holds their memory
@@ -865,6 +866,9 @@ export class ShuffleWriter implements Reclaimable {
     });
     this.inFlight.add(done);
   }
+
+  /** A payload's arena (reserved by emit as BufferRecycler.recycledLength of its bound): the payload store gives it back. */
+  private readonly allocateArena = (bytes: number): Uint8Array => this.reservation.recycler.take(BufferRecycler.recycledLength(bytes));
 
   /** Reserves and fills the identity row ids up to maxBatchRows (or `rows`, if more). */
   private async reserveIdentity(rows: number): Promise<void> {

@@ -1,6 +1,6 @@
 /**
  * A child-process probe for test/memory-accounting.test.ts: runs one writer (columnar or sort)
- * over narrow batches and compares the memory pool's `reserved` figure with the
+ * over narrow batches and compares the memory pool's `held` figure with the
  * process's real ArrayBuffer memory (`process.memoryUsage().arrayBuffers`) after
  * every write, each time after a full garbage collection.
  *
@@ -45,9 +45,11 @@ export interface ProbeConfig {
 
 export interface ProbeSample {
   /** 1-based batch number, or 'finish' / 'dropped' */
-  after: number | 'finish' | 'dropped';
+  after: number | 'finish' | 'dropped' | 'idle-cleared';
   /** pool.reserved at the sample */
   reserved: number;
+  /** pool.held at the sample: reserved plus the recycler's idle buffers */
+  held: number;
   /** arrayBuffers minus the baseline, after a full GC */
   arrayBuffers: number;
   /** arrayBuffers minus the baseline right after the write, before any GC (garbage included) */
@@ -88,16 +90,16 @@ async function fullGc(): Promise<void> {
   gc();
 }
 
-/** Waits until pool.reserved has not changed for a few polls (in-flight compressions settled). */
+/** Waits until pool.held has not changed for a few polls (in-flight compressions settled). */
 async function quiesce(pool: MemoryPool): Promise<void> {
   let last = -1;
   let stable = 0;
   for (let i = 0; i < 400 && stable < 3; i++) {
     await sleep(2);
-    if (pool.reserved === last) stable++;
+    if (pool.held === last) stable++;
     else {
       stable = 0;
-      last = pool.reserved;
+      last = pool.held;
     }
   }
 }
@@ -132,7 +134,7 @@ export async function probe(config: ProbeConfig): Promise<ProbeReport> {
       await quiesce(pool);
       const arrayBuffersBeforeGc = arrayBuffers() - baseline;
       await fullGc();
-      samples.push({ after, reserved: pool.reserved, arrayBuffers: arrayBuffers() - baseline, arrayBuffersBeforeGc });
+      samples.push({ after, reserved: pool.reserved, held: pool.held, arrayBuffers: arrayBuffers() - baseline, arrayBuffersBeforeGc });
     };
     for (let i = 0; i < batchCount; i++) {
       await writer.write(batchAt(i));
@@ -142,6 +144,8 @@ export async function probe(config: ProbeConfig): Promise<ProbeReport> {
     await sample('finish'); // the finished writer is still referenced here, as a caller holding it would
     writer = null;
     await sample('dropped');
+    pool.recycler.clear();
+    await sample('idle-cleared');
     const spillFilesLeft = (await readdir(spillDir)).length;
     return {
       config,
