@@ -18,6 +18,7 @@ import { MiB } from './support/spill-harness.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
 
 const LARGE = BufferRecycler.MIN_BYTES;
+const GiB = 1024 * MiB;
 
 describe('BufferRecycler', () => {
   test('a given array comes back to the next take of its length, zeroed', () => {
@@ -195,8 +196,7 @@ describe('a cached payload keeps its compressed size, not its arena, when it com
     new RecordBatch(SCHEMA, makeData({ type: new Struct(SCHEMA.fields), length: ROWS, children: [makeData({ type: new Int32(), length: ROWS, data: Int32Array.from({ length: ROWS }, (_, i) => values(i)) })] }));
 
   /** Bytes the pool holds for the writer once its compressions settled, after `batches` one-batch payloads; and every value read back. */
-  async function cachedBytes(values: (batch: number, i: number) => number, batches: number): Promise<{ reserved: number; idle: number; readBack: number[]; written: number[] }> {
-    const pool = new MemoryPool();
+  async function cachedBytes(values: (batch: number, i: number) => number, batches: number, pool = new MemoryPool(GiB)): Promise<{ reserved: number; idle: number; readBack: number[]; written: number[] }> {
     const prefix = join(dir, 'out');
     const writer = await ShuffleWriter.create({ numPartitions: 1, partitioning: { kind: 'single' }, outputPrefix: prefix, memoryPool: pool, maxBatchRows: ROWS, overwrite: true });
     const written: number[] = [];
@@ -216,13 +216,20 @@ describe('a cached payload keeps its compressed size, not its arena, when it com
     return { ...measured, readBack, written };
   }
 
-  test('runs of one value: the payloads shrink to their frames, their arenas go back to the recycler, and every row comes back', async () => {
+  test('runs of one value, under a memory limit: the payloads shrink to their frames, their arenas go back to the recycler, and every row comes back', async () => {
     const r = await cachedBytes((b) => b, 8);
     // 7 payloads of 128 KiB raw are cached (the last batch still sits in the partition buffer). What is
     // reserved: per-row scratch, identity and partition buffer (640 KiB), one slab with the 7 frames
     // (256 KiB). Their 7 arenas alone would be 1 MiB more; they are in the recycler instead.
     expect(r.reserved).toBeLessThanOrEqual(896 * 1024);
     expect(r.idle, 'the arenas wait in the recycler for the next payloads').toBeGreaterThanOrEqual(7 * 128 * 1024);
+    expect(r.readBack).toEqual(r.written);
+  });
+
+  test('runs of one value, without a limit: the payloads keep their arenas (the copy would cost time, and memory is not short)', async () => {
+    const r = await cachedBytes((b) => b, 8, new MemoryPool());
+    expect(r.reserved).toBeGreaterThan(640 * 1024 + 7 * 128 * 1024);
+    expect(r.idle).toBe(0);
     expect(r.readBack).toEqual(r.written);
   });
 

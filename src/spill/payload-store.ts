@@ -68,6 +68,8 @@ export class PayloadStore {
     private readonly mergeBufferBytes: number,
     /** slabs small payloads are carved from */
     slabBytes: number,
+    /** whether payloads that compressed well leave their arenas (compact()): under a memory limit */
+    private readonly compacting: boolean,
   ) {
     this.cached = Array.from({ length: numPartitions }, () => []);
     this.batchCounts = new Array<number>(numPartitions).fill(0);
@@ -244,12 +246,14 @@ export class PayloadStore {
    * array of its own size (a slab range when it is small). The arena is as
    * large as the uncompressed buffers: wide rows at P = 200 compress to 40 %,
    * and their cached payloads kept 2.5 times their bytes (a peak of 449 MiB
-   * for 135 MB of output; 318 MiB now). The arena goes back to the recycler
+   * for 135 MB of output; 318 MiB compacted). The arena goes back to the recycler
    * at once, for the next payload. A payload that keeps more than three
    * quarters of its size stays where it is: narrow rows compress to 85 %, and
-   * copying them cost more time (fresh memory) than it saved memory. Only a
-   * payload whose reservation covers both arrays at once (the writer reserves
-   * the arena plus the compressor's worst case).
+   * copying them cost more time (fresh memory) than it saved memory. Only
+   * under a memory limit, where held bytes bring spills: without one the copy
+   * made wide writes 5 % slower. Only a payload whose reservation covers both
+   * arrays at once (the writer reserves the arena plus the compressor's worst
+   * case).
    *
    * ```text
    * before  arena [ body, compressed |           slack            ]  + header array
@@ -259,7 +263,7 @@ export class PayloadStore {
   private compact(payload: CachedPayload, message: EncodedMessage): EncodedMessage {
     const arena = message.arena;
     const bytes = message.byteLength;
-    if (arena === undefined || payload.range !== null || bytes > arena.byteLength * COMPACT_BELOW) return message;
+    if (!this.compacting || arena === undefined || payload.range !== null || bytes > arena.byteLength * COMPACT_BELOW) return message;
     if (payload.reserved < arena.byteLength + bytes) return message;
     const range = this.merging ? null : this.slabs.allocate(bytes);
     if (range !== null) {

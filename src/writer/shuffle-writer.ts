@@ -178,7 +178,8 @@ export class ShuffleWriter implements Reclaimable {
     const mergeBuffer = Number.isFinite(pool.limit) ? Math.min(1 << 20, Math.max(64 << 10, Math.floor(pool.limit / 8))) : 1 << 20;
     // slabs for small uncompressed payloads: 256 KiB, a sixteenth of a small pool (at least 16 KiB)
     const slab = Number.isFinite(pool.limit) ? Math.min(SLAB_BYTES, Math.max(MIN_SLAB_BYTES, Math.floor(pool.limit / 16))) : SLAB_BYTES;
-    this.store = new PayloadStore(n, this.reservation, this.options.spillDir, mergeBuffer, slab);
+    this.store = new PayloadStore(n, this.reservation, this.options.spillDir, mergeBuffer, slab, Number.isFinite(pool.limit));
+    this.arenaLength = Number.isFinite(pool.limit) ? BufferRecycler.recycledLength : (bytes: number) => bytes;
     this.rows = new PartitionRows(n);
     this.buffers = new Array<PartitionBuffer | undefined>(n);
     this.merged = new Array<PartitionBuffer | undefined>(n);
@@ -837,7 +838,7 @@ export class ShuffleWriter implements Reclaimable {
     const rawBytes = storedRaw ? rawPayloadBytes(nodes.length, bodyBuffers, this.codec) : 0;
     const range = storedRaw ? this.store.allocate(rawBytes) : null;
     // otherwise an arena of its own from the recycler (with room for prefixes and padding), plus the compressor's output
-    const arena = BufferRecycler.recycledLength(storedRaw ? rawBytes : payloadArenaBound(raw, bodyBuffers.length));
+    const arena = this.arenaLength(storedRaw ? rawBytes : payloadArenaBound(raw, bodyBuffers.length));
     const reserved = range !== null ? 0 : arena + (storedRaw ? 0 : compressionBound(raw));
     if (!this.reservation.tryGrow(reserved)) {
       buffer.busy++;
@@ -867,8 +868,16 @@ export class ShuffleWriter implements Reclaimable {
     this.inFlight.add(done);
   }
 
-  /** A payload's arena (reserved by emit as BufferRecycler.recycledLength of its bound): the payload store gives it back. */
-  private readonly allocateArena = (bytes: number): Uint8Array => this.reservation.recycler.take(BufferRecycler.recycledLength(bytes));
+  /**
+   * The length of a payload's arena of at least `bytes`: under a memory limit a
+   * size class (BufferRecycler.recycledLength), so that an arena a spill or a
+   * compaction gave back serves later payloads; without one exactly `bytes`, as
+   * arenas are then kept to the end and a size class would only add slack
+   * (5 % more peak memory at narrow P = 200).
+   */
+  private readonly arenaLength: (bytes: number) => number;
+  /** A payload's arena (emit reserved arenaLength of its bound): the payload store gives it back. */
+  private readonly allocateArena = (bytes: number): Uint8Array => this.reservation.recycler.take(this.arenaLength(bytes));
 
   /** Reserves and fills the identity row ids up to maxBatchRows (or `rows`, if more). */
   private async reserveIdentity(rows: number): Promise<void> {
