@@ -136,6 +136,19 @@ describe('memory', () => {
       await small.close();
     }
   });
+
+  test('a thread keeps its memory pool from task to task: the second of two like tasks reuses the large buffers the first left', async () => {
+    const single = new MapTaskPool({ threads: 1 });
+    try {
+      const first = await single.run(spec(11, 0, { numPartitions: 2 }), batches(6, 8192, 11)).status;
+      const second = await single.run(spec(12, 0, { numPartitions: 2 }), batches(6, 8192, 11)).status;
+      expect(first.metrics.spills + second.metrics.spills, 'nothing spills: what is reused was left by the first task').toBe(0);
+      expect(second.metrics.reusedBuffers, JSON.stringify([first.metrics.reusedBuffers, second.metrics.reusedBuffers])).toBeGreaterThan(first.metrics.reusedBuffers!);
+      expect(second.metrics.rows).toBe(6 * 8192);
+    } finally {
+      await single.close();
+    }
+  });
 });
 
 describe('a map task that ends early leaves nothing behind', () => {

@@ -21,6 +21,12 @@ export interface MapTaskMetrics {
   /** For a task run in a worker: input bytes whose ArrayBuffers were transferred, and bytes that had to be copied. */
   transferredBytes?: number;
   copiedBytes?: number;
+  /**
+   * For a task run in a worker: large buffers (64 KiB and up) the task got back
+   * from its thread's memory pool instead of allocating them, its own given back
+   * after a spill and those an earlier task on the thread left.
+   */
+  reusedBuffers?: number;
 }
 
 /**

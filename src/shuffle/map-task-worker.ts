@@ -133,6 +133,7 @@ async function runTask(running: Running, task: WorkerTask, memoryBytes: number):
 
 async function runTaskOn(pool: MemoryPool, running: Running, task: WorkerTask): Promise<void> {
   let writer: MapOutputWriter | null = null;
+  const reusedBefore = pool.recycler.reused;
   try {
     const transform = task.transform === undefined ? passThrough : await loadTransform(task.transform.module, task.transform.export);
     writer = await MapOutputWriter.create({
@@ -154,7 +155,7 @@ async function runTaskOn(pool: MemoryPool, running: Running, task: WorkerTask): 
     }
     if (running.aborted !== null) throw running.aborted;
     const status = await writer.finish();
-    send({ type: 'done', status });
+    send({ type: 'done', status: { ...status, metrics: { ...status.metrics, reusedBuffers: pool.recycler.reused - reusedBefore } } });
   } catch (error) {
     running.input.fail(error); // stops a transform still reading, so nothing keeps running
     await writer?.abort().catch(() => undefined);
