@@ -115,7 +115,12 @@ function acquirePool(memoryBytes: number): { pool: MemoryPool; release: () => vo
   if (threadPool?.bytes !== memoryBytes) threadPool = { pool: newPool(memoryBytes), bytes: memoryBytes, inUse: false };
   const kept = threadPool;
   kept.inUse = true;
-  return { pool: kept.pool, release: () => (kept.inUse = false) };
+  const release = () => {
+    kept.inUse = false;
+    // a writer whose abort failed part-way may still hold a reservation: the next task must not inherit it
+    if (kept.pool.reserved > 0 && threadPool === kept) threadPool = null;
+  };
+  return { pool: kept.pool, release };
 }
 
 function newPool(memoryBytes: number): MemoryPool {
