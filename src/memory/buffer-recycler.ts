@@ -7,7 +7,7 @@
  *
  * Only buffers of at least `MIN_BYTES` are kept: smaller ones are cheap to
  * allocate and would only fill the lists. Lengths that a caller may choose
- * (payload arenas, binary data, merge windows) are rounded up to a size class
+ * (payload arenas under a memory limit, binary data) are rounded up to a size class
  * (`recycledLength`), so that buffers of nearly the same size meet again.
  *
  * Memory: idle buffers are the pool's `idle` bytes, part of what it holds
