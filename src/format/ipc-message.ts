@@ -81,7 +81,7 @@ const allocateNew: Allocate = (bytes) => new Uint8Array(bytes);
 const ZEROS = new Uint8Array(8);
 
 /** Upper bound of a record-batch message's header and length prefixes beyond its body buffers. */
-export const MESSAGE_OVERHEAD_BYTES = 4096;
+const MESSAGE_OVERHEAD_BYTES = 4096;
 
 /** Most bytes the encoded form of `raw` body bytes can take next to them: frames, prefixes, header. */
 export function compressionBound(raw: number): number {

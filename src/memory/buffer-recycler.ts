@@ -88,10 +88,9 @@ export class BufferRecycler {
   drop(bytes: number): number {
     let released = 0;
     for (const [length, list] of this.idle) {
-      while (list.length > 0 && released < bytes) {
-        list.shift();
-        released += length;
-      }
+      const count = Math.min(list.length, Math.ceil((bytes - released) / length));
+      list.splice(0, count);
+      released += count * length;
       if (list.length === 0) this.idle.delete(length);
       if (released >= bytes) break;
     }

@@ -149,10 +149,22 @@ export class ShuffleWriter implements Reclaimable {
   /** what warmSource read: kept so the reads are not optimized away */
   private warmth = 0;
 
+  /**
+   * The length of a payload's arena of at least `bytes`: under a memory limit a
+   * size class (BufferRecycler.recycledLength), so that an arena a spill or a
+   * compaction gave back serves later payloads; without one exactly `bytes`, as
+   * arenas are then kept to the end and a size class would only add slack
+   * (5 % more peak memory at narrow P = 200).
+   */
+  private readonly arenaLength: (bytes: number) => number;
+  /** A payload's arena (emit reserved arenaLength of its bound): the payload store gives it back. */
+  private readonly allocateArena = (bytes: number): Uint8Array => this.reservation.recycler.take(this.arenaLength(bytes));
+
   private constructor(options: ShuffleWriterOptions, output: DataFileWriter) {
     const pool = options.memoryPool ?? new MemoryPool();
     const tasks = options.concurrentTasks ?? 1;
-    const share = Number.isFinite(pool.limit) ? Math.floor(pool.limit / tasks) : 0;
+    const bounded = Number.isFinite(pool.limit);
+    const share = bounded ? Math.floor(pool.limit / tasks) : 0;
     const memLimit = options.memLimit ?? share;
     this.options = {
       numPartitions: options.numPartitions,
@@ -175,11 +187,11 @@ export class ShuffleWriter implements Reclaimable {
     this.reservation = pool.register(`ShuffleWriter[map ${this.options.mapId}]`, this);
     const n = options.numPartitions;
     // the merge's read buffer: 1 MiB, less in a small pool
-    const mergeBuffer = Number.isFinite(pool.limit) ? Math.min(1 << 20, Math.max(64 << 10, Math.floor(pool.limit / 8))) : 1 << 20;
+    const mergeBuffer = bounded ? Math.min(1 << 20, Math.max(64 << 10, Math.floor(pool.limit / 8))) : 1 << 20;
     // slabs for small uncompressed payloads: 256 KiB, a sixteenth of a small pool (at least 16 KiB)
-    const slab = Number.isFinite(pool.limit) ? Math.min(SLAB_BYTES, Math.max(MIN_SLAB_BYTES, Math.floor(pool.limit / 16))) : SLAB_BYTES;
-    this.store = new PayloadStore(n, this.reservation, this.options.spillDir, mergeBuffer, slab, Number.isFinite(pool.limit));
-    this.arenaLength = Number.isFinite(pool.limit) ? BufferRecycler.recycledLength : (bytes: number) => bytes;
+    const slab = bounded ? Math.min(SLAB_BYTES, Math.max(MIN_SLAB_BYTES, Math.floor(pool.limit / 16))) : SLAB_BYTES;
+    this.store = new PayloadStore(n, this.reservation, this.options.spillDir, mergeBuffer, slab, bounded);
+    this.arenaLength = bounded ? BufferRecycler.recycledLength : (bytes: number) => bytes;
     this.rows = new PartitionRows(n);
     this.buffers = new Array<PartitionBuffer | undefined>(n);
     this.merged = new Array<PartitionBuffer | undefined>(n);
@@ -867,17 +879,6 @@ export class ShuffleWriter implements Reclaimable {
     });
     this.inFlight.add(done);
   }
-
-  /**
-   * The length of a payload's arena of at least `bytes`: under a memory limit a
-   * size class (BufferRecycler.recycledLength), so that an arena a spill or a
-   * compaction gave back serves later payloads; without one exactly `bytes`, as
-   * arenas are then kept to the end and a size class would only add slack
-   * (5 % more peak memory at narrow P = 200).
-   */
-  private readonly arenaLength: (bytes: number) => number;
-  /** A payload's arena (emit reserved arenaLength of its bound): the payload store gives it back. */
-  private readonly allocateArena = (bytes: number): Uint8Array => this.reservation.recycler.take(this.arenaLength(bytes));
 
   /** Reserves and fills the identity row ids up to maxBatchRows (or `rows`, if more). */
   private async reserveIdentity(rows: number): Promise<void> {
