@@ -26,7 +26,7 @@ function batchOf(first: number, count: number, nested = false): RecordBatch {
 /** Writes `batches` batches of `rows` consecutive values into one partition; returns the rows of each output batch and every value in order. */
 async function shuffle(batches: number, rows: number, options: Partial<ShuffleWriterOptions>, nested = false): Promise<{ sizes: number[]; values: number[] }> {
   const prefix = join(dir, 'out');
-  const writer = await ShuffleWriter.create({ numPartitions: 1, partitioning: { kind: 'single' }, outputPrefix: prefix, ...options });
+  const writer = await ShuffleWriter.create({ numPartitions: 1, partitioning: { kind: 'single' }, outputPrefix: prefix, stagingBytes: 0, ...options });
   for (let b = 0; b < batches; b++) await writer.write(batchOf(b * rows, rows, nested));
   await writer.finish();
   const reader = await ShuffleReader.open(prefix);

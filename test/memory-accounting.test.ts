@@ -35,6 +35,8 @@ const CASES = {
   'no spill (unbounded pool), uncompressed, 200 partitions': { limit: null, codec: 'none', batches: 16, rows: 8192, partitions: 200 },
   'spilling under 4 MiB, lz4, 200 partitions': { limit: 4 * MiB, codec: 'lz4', batches: 20, rows: 8192, partitions: 200 },
   'spilling under 4 MiB, lz4, 8 partitions (large payloads cached, then spilled)': { limit: 4 * MiB, codec: 'lz4', batches: 40, rows: 8192, partitions: 8 },
+  // 62,000 rows staged (the target is 64 x 1000) and nothing split until finish: the staging is what the pool holds
+  'small batches staged (1,000 rows at 1,000 partitions), unbounded pool, lz4': { limit: null, codec: 'lz4', batches: 62, rows: 1000, partitions: 1000 },
   'nested shape, spilling under 4 MiB, lz4, 200 partitions': { limit: 4 * MiB, codec: 'lz4', batches: 12, rows: 8192, partitions: 200, shape: 'nested' },
   'nested shape, no spill (unbounded pool), uncompressed, 8 partitions': { limit: null, codec: 'none', batches: 12, rows: 8192, partitions: 8, shape: 'nested' },
   'sort writer, no spill (unbounded pool), lz4, 200 partitions': { limit: null, codec: 'lz4', batches: 16, rows: 8192, partitions: 200, writer: 'sort' },

@@ -25,7 +25,7 @@ async function readAll(prefix: string): Promise<number[][]> {
 test('reclaim first shrinks partition buffers to the rows they hold, without spilling anything', async () => {
   const pool = new MemoryPool(64 * 1024 * 1024);
   const prefix = join(dir, 'out');
-  const writer = await ShuffleWriter.create({ numPartitions: 4, partitioning: { kind: 'round-robin' }, outputPrefix: prefix, memoryPool: pool, spillDir: dir });
+  const writer = await ShuffleWriter.create({ numPartitions: 4, partitioning: { kind: 'round-robin' }, outputPrefix: prefix, memoryPool: pool, spillDir: dir, stagingBytes: 0 });
   await writer.write(batch(0, 40)); // 10 rows in buffers sized for thousands
   const before = pool.reserved;
   const freed = await writer.reclaim(1024);
@@ -40,7 +40,7 @@ test('reclaim first shrinks partition buffers to the rows they hold, without spi
 test('reclaim then spills cached payloads, then evicts buffers; rows keep their order', async () => {
   const pool = new MemoryPool(64 * 1024 * 1024);
   const prefix = join(dir, 'out');
-  const writer = await ShuffleWriter.create({ numPartitions: 2, partitioning: { kind: 'round-robin' }, outputPrefix: prefix, memoryPool: pool, spillDir: dir, maxBatchRows: 100, mergeThreshold: 0 });
+  const writer = await ShuffleWriter.create({ numPartitions: 2, partitioning: { kind: 'round-robin' }, outputPrefix: prefix, memoryPool: pool, spillDir: dir, stagingBytes: 0, maxBatchRows: 100, mergeThreshold: 0 });
   await writer.write(batch(0, 500)); // payloads of 100 rows, cached
   expect(await writer.reclaim(Number.MAX_SAFE_INTEGER)).toBeGreaterThan(0); // everything it can
   await writer.write(batch(500, 150));
@@ -62,7 +62,7 @@ test('reclaim frees merge buffers that hold capacity but no rows (emitted, kept 
   const prefix = join(dir, 'out');
   // partition buffers of 8 rows (memLimit 128 B / 4 B per row / 4); evictions of <= 10 rows are parked in a
   // merge buffer of up to 40 rows, which is emitted when full and kept, empty, for the next parked rows
-  const writer = await ShuffleWriter.create({ numPartitions: 1, partitioning: { kind: 'single' }, outputPrefix: prefix, memoryPool: pool, spillDir: dir, memLimit: 128, maxBatchRows: 40 });
+  const writer = await ShuffleWriter.create({ numPartitions: 1, partitioning: { kind: 'single' }, outputPrefix: prefix, memoryPool: pool, spillDir: dir, stagingBytes: 0, memLimit: 128, maxBatchRows: 40 });
   for (let i = 0; i < 6; i++) await writer.write(batch(i * 8, 8)); // five evictions of 8 rows: 40 parked, emitted
   const held = pool.reserved;
   const freed = await writer.reclaim(Number.MAX_SAFE_INTEGER);

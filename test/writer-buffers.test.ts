@@ -45,7 +45,7 @@ test.each([new Utf8(), new LargeUtf8()])('binary buffers grow mid-batch when val
 
 test('a partition buffer becomes a record batch each time it fills: 250 rows at maxBatchRows 100 give 100, 100, 50', async () => {
   const prefix = join(dir, 'out');
-  const writer = await ShuffleWriter.create({ numPartitions: 1, partitioning: { kind: 'single' }, outputPrefix: prefix, maxBatchRows: 100 });
+  const writer = await ShuffleWriter.create({ numPartitions: 1, partitioning: { kind: 'single' }, outputPrefix: prefix, maxBatchRows: 100, stagingBytes: 0 });
   for (let i = 0; i < 25; i++) await writer.write(strings(Array.from({ length: 10 }, (_, j) => `${i}-${j}`)));
   const result = await writer.finish();
   expect(result.partitionBatches).toEqual([3]);

@@ -336,6 +336,19 @@ export function recordBatchFromBuffers(
   return new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rows, nullCount: 0, children }));
 }
 
+/**
+ * Like recordBatchFromBuffers, but the batch views `buffers` themselves (no
+ * copy): for a caller that keeps them unchanged while the batch is in use. Each
+ * buffer must start 8-aligned (arrow-js views 64-bit values in place).
+ * arrow-js's CompressedVectorLoader takes the i-th buffer for the i-th region.
+ */
+export function recordBatchOverBuffers(schema: Schema, rows: number, nodes: readonly FieldNodeInfo[], buffers: Uint8Array[]): RecordBatch {
+  const fieldNodes = nodes.map((n) => new FieldNode(n.length, n.nullCount));
+  const regions = buffers.map((b) => new BufferRegion(0, b.byteLength));
+  const children = new CompressedVectorLoader(buffers, fieldNodes, regions, new Map(), MetadataVersion.V5).visitMany(schema.fields.map((f) => f.type));
+  return new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rows, nullCount: 0, children }));
+}
+
 /** One column over uncompressed body buffers in IPC order (see recordBatchFromBuffers). */
 export function dataFromBuffers(type: DataType, nodes: readonly FieldNodeInfo[], buffers: readonly Uint8Array[], dictionaries: Map<number, Vector> = new Map()): Data {
   return loadFromBuffers([type], nodes, buffers, dictionaries)[0]!;

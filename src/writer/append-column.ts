@@ -1,5 +1,6 @@
 import type { ColumnBuffer } from './column-buffer.js';
-import { countZeroBits, gatherBits } from './split-bits.js';
+import type { SourceColumn } from './source-column.js';
+import { gatherBits } from './split-bits.js';
 
 /**
  * Appends the first `rows` rows of one partition buffer's column to another
@@ -19,32 +20,42 @@ import { countZeroBits, gatherBits } from './split-bits.js';
  * `identity` holds row ids 0, 1, 2, ... (at least `rows` of them) for the bit copy.
  */
 export function appendColumn(src: ColumnBuffer, rows: number, dst: ColumnBuffer, dstRow: number, capacity: number, identity: Uint32Array): void {
+  appendRows(src.asSource(rows), rows, dst, dstRow, capacity, identity);
+}
+
+/**
+ * appendColumn from any flat split source: rows 0 .. rows - 1 of `src` (a
+ * partition buffer's, or an input batch's column: input-staging.ts).
+ */
+export function appendRows(src: SourceColumn, rows: number, dst: ColumnBuffer, dstRow: number, capacity: number, identity: Uint32Array): void {
   const layout = src.layout;
   if (layout.kind === 'null') return;
-  if (src.validity !== null && countZeroBits(src.validity, rows) > 0) {
+  if (src.validity !== null) {
     dst.ensureValidity(capacity);
-    gatherBits(src.validity, 0, identity, 0, rows, dst.validity!, dstRow);
+    gatherBits(src.validity, src.bitOffset, identity, 0, rows, dst.validity!, dstRow);
   } else {
     dst.markValid(dstRow, rows);
   }
   switch (layout.kind) {
     case 'fixed-width': {
       const width = layout.byteWidth;
-      dst.values.set(src.values.subarray(0, rows * width), dstRow * width);
+      dst.values.set(src.bytes.subarray(0, rows * width), dstRow * width);
       break;
     }
     case 'bool':
-      gatherBits(src.values, 0, identity, 0, rows, dst.values, dstRow);
+      gatherBits(src.bytes, src.bitOffset, identity, 0, rows, dst.values, dstRow);
       break;
     case 'binary': {
-      const stride = layout.offsetWidth === 8 ? 2 : 1;
-      const base = dst.dataLength - src.values32[0]!;
-      const from = src.values32;
+      const stride = src.offsetStride;
+      const from = src.offsets!;
+      const first = from[0]!;
+      const last = from[rows * stride]!;
+      const base = dst.dataLength - first;
       const to = dst.values32;
       // int64 offsets: low words only; the high words are 0 in both (data < 2 GiB per buffer)
-      for (let i = 1, s = stride, d = (dstRow + 1) * stride; i <= rows; i++, s += stride, d += stride) to[d] = from[s]! + base;
-      dst.data.set(src.data.subarray(src.values32[0]!, src.dataLength), dst.dataLength);
-      dst.dataLength += src.dataLength - src.values32[0]!;
+      for (let s = stride, d = (dstRow + 1) * stride, end = rows * stride; s <= end; s += stride, d += stride) to[d] = from[s]! + base;
+      dst.data.set(src.bytes.subarray(first, last), dst.dataLength);
+      dst.dataLength += last - first;
       break;
     }
   }

@@ -24,6 +24,7 @@ import { BufferGrowth, nestedBytes } from './buffer-growth.js';
 import { ColumnBuffer, hasValidity } from './column-buffer.js';
 import { childLayouts, columnLayoutOf, dictionaryLayouts, fixedBytesPerRow, isFlat, type ColumnLayout } from './column-layout.js';
 import { DictionaryTracker } from './dictionary-tracker.js';
+import { InputStaging, MAX_STAGING_BYTES, stagingTargetRows } from './input-staging.js';
 import { createPartitioner, columnIndex, type Partitioner } from './partitioner.js';
 import { PartitionRows } from './partition-rows.js';
 import { sameSchema } from './same-schema.js';
@@ -71,9 +72,10 @@ type WriterState = 'open' | 'finishing' | 'finished' | 'aborted';
  * and split every column's buffers into per-partition pre-allocated buffers.
  * A partition buffer that would overflow becomes one compressed Arrow IPC
  * record-batch payload, cached in memory; under memory pressure cached payloads
- * and then partition buffers are spilled to disk in partition order. `finish()`
- * merges everything partition by partition into one data file with an index
- * and checksums.
+ * and then partition buffers are spilled to disk in partition order. Batches
+ * that bring only a few rows to each partition are staged and split together.
+ * `finish()` merges everything partition by partition into one data file with
+ * an index and checksums.
  *
  * Every buffer the writer owns is reserved in its memory pool before it is
  * allocated and released when dropped; the writer is the pool's `Reclaimable`.
@@ -148,6 +150,10 @@ export class ShuffleWriter implements Reclaimable {
   private readonly mergeScratch: ScratchSelections;
   /** what warmSource read: kept so the reads are not optimized away */
   private warmth = 0;
+  /** small input batches gathered before the split (input-staging.ts); null when batches are split as they come */
+  private staging: InputStaging | null = null;
+  /** rows a staged batch aims at: -1 until the first batch decides, 0 for no staging */
+  private stagingTarget = -1;
 
   /**
    * The length of a payload's arena of at least `bytes`: under a memory limit a
@@ -180,6 +186,7 @@ export class ShuffleWriter implements Reclaimable {
       mergeThreshold: options.mergeThreshold ?? DEFAULT_MERGE_THRESHOLD,
       compressionMinRows: options.compressionMinRows ?? DEFAULT_COMPRESSION_MIN_ROWS,
       dictionaryUpdates: options.dictionaryUpdates ?? 'delta',
+      stagingBytes: options.stagingBytes ?? (bounded ? Math.min(MAX_STAGING_BYTES, Math.floor(pool.limit / 16)) : MAX_STAGING_BYTES),
     };
     this.codec = codecByName(options.codec ?? 'lz4');
     this.output = output;
@@ -221,8 +228,9 @@ export class ShuffleWriter implements Reclaimable {
   }
 
   /**
-   * Splits one batch into the partition buffers. Batches must share the first
-   * batch's schema. A refused batch (schema, partition id) changes nothing and
+   * Splits one batch into the partition buffers, or stages it to be split with
+   * the next ones when it brings few rows to each partition (input-staging.ts).
+   * Batches must share the first batch's schema. A refused batch (schema, partition id) changes nothing and
    * the writer stays usable; any other failure (memory, disk) aborts the writer.
    */
   async write(batch: RecordBatch): Promise<void> {
@@ -238,10 +246,11 @@ export class ShuffleWriter implements Reclaimable {
     try {
       await this.registerDictionaries(batch);
       if (batch.numRows > 0) {
-        await this.reserveScratch(batch.numRows);
-        // every row's partition first, so a bad partition id refuses the whole batch before anything changes
-        this.partitioner!.computePartitionIds(batch, this.partitionIds, this.totalRows);
-        await this.splitBatch(batch);
+        const staged = this.staging?.rows ?? 0;
+        await this.reserveScratch(staged + batch.numRows);
+        // every row's partition first (after the staged rows' ones), so a bad partition id refuses the whole batch before anything changes
+        this.partitioner!.computePartitionIds(batch, this.partitionIds.subarray(staged), this.totalRows + staged);
+        await this.stageOrSplit(batch, staged);
       }
       this.totalBatches++;
       while (this.inFlightBytes > MAX_IN_FLIGHT_BYTES) await Promise.race(this.inFlight);
@@ -262,6 +271,11 @@ export class ShuffleWriter implements Reclaimable {
     this.state = 'finishing';
     try {
       if (this.outputSchema === null) throw new ShuffleError('CS_INVALID_ARGUMENT', 'finish() before any batch: pass `schema` to create() to write an empty output');
+      if (this.staging !== null) {
+        await this.splitStaged();
+        this.staging.release();
+        this.staging = null;
+      }
       for (let p = 0; p < this.buffers.length; p++) {
         this.pinned[p] = 1;
         const buffer = this.buffers[p];
@@ -308,6 +322,7 @@ export class ShuffleWriter implements Reclaimable {
     await this.store.discard();
     await this.output.abort();
     this.buffers.fill(undefined);
+    this.staging = null;
     this.reservation.free();
   }
 
@@ -575,7 +590,42 @@ export class ShuffleWriter implements Reclaimable {
     const grown = Math.max(rows, this.scratchRows * 2);
     await this.reservation.grow((grown - this.scratchRows) * SCRATCH_BYTES_PER_ROW);
     this.scratchRows = grown;
-    this.partitionIds = new Uint32Array(grown);
+    const partitionIds = new Uint32Array(grown);
+    partitionIds.set(this.partitionIds); // the staged rows' ids
+    this.partitionIds = partitionIds;
+  }
+
+  /**
+   * Stages a batch (input-staging.ts) while batches are small for the
+   * partition count, splitting the staged rows once they reach the target;
+   * otherwise splits it at once, after any staged rows (they came first).
+   * The batch's partition ids are in partitionIds from `staged`.
+   */
+  private async stageOrSplit(batch: RecordBatch, staged: number): Promise<void> {
+    if (this.stagingTarget < 0) this.decideStaging(batch);
+    const staging = this.staging;
+    if (staging === null || batch.numRows * 2 > this.stagingTarget) {
+      if (staged > 0) await this.splitStaged();
+      await this.splitBatch(batch, staged);
+      return;
+    }
+    await staging.append(batch);
+    if (staging.rows >= this.stagingTarget) await this.splitStaged();
+  }
+
+  /** Whether to stage, from the first batch: not with dictionary columns (each batch may bring its own dictionaries). */
+  private decideStaging(batch: RecordBatch): void {
+    const bytesPerRow = batch.data.children.reduce((sum, data) => sum + arrowBytes(data), 0) / batch.numRows;
+    this.stagingTarget = this.dictionaries === null ? stagingTargetRows(this.options.numPartitions, bytesPerRow, batch.numRows, this.options.stagingBytes) : 0;
+    if (this.stagingTarget > 0) this.staging = new InputStaging(this.inputSchema!, this.reservation);
+  }
+
+  /** Splits the staged rows (their partition ids start partitionIds) and empties the staging. */
+  private async splitStaged(): Promise<void> {
+    const staging = this.staging!;
+    if (staging.rows === 0) return;
+    await this.splitBatch(staging.batch(), 0);
+    staging.clear();
   }
 
   private releaseScratch(): void {
@@ -593,9 +643,9 @@ export class ShuffleWriter implements Reclaimable {
    * a huge batch would otherwise force every partition buffer to grow to its
    * share of it (Gluten #5534). A chunk that would bring one partition more
    * than maxBatchRows rows (skew) is halved until it does not, so no output
-   * batch exceeds maxBatchRows.
+   * batch exceeds maxBatchRows. The batch's partition ids start at partitionIds[firstId].
    */
-  private async splitBatch(batch: RecordBatch): Promise<void> {
+  private async splitBatch(batch: RecordBatch, firstId: number): Promise<void> {
     const numRows = batch.numRows;
     const { maxBatchRows } = this.options;
     if (this.chunkRows === 0) await this.estimateRows(batch);
@@ -603,7 +653,7 @@ export class ShuffleWriter implements Reclaimable {
     for (let start = 0; start < numRows; ) {
       let end = Math.min(numRows, start + chunkRows);
       for (;;) {
-        this.rows.build(this.partitionIds.subarray(start, end), end - start);
+        this.rows.build(this.partitionIds.subarray(firstId + start, firstId + end), end - start);
         if (this.rows.maxRowCount <= maxBatchRows) break;
         end = start + Math.max(maxBatchRows, (end - start) >>> 1);
       }
@@ -935,6 +985,13 @@ export class ShuffleWriter implements Reclaimable {
     return bytes;
   }
 
+}
+
+/** Bytes of a column's Arrow buffers, children included (its share of a sliced buffer is not known: all of it). */
+function arrowBytes(data: Data): number {
+  let bytes = (data.values?.byteLength ?? 0) + (data.valueOffsets?.byteLength ?? 0) + (data.nullBitmap?.byteLength ?? 0) + (data.typeIds?.byteLength ?? 0);
+  for (const child of data.children) bytes += arrowBytes(child);
+  return bytes;
 }
 
 /** Per-row scratch: partition id, row id and key hash, 4 bytes each. */

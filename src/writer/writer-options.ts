@@ -65,6 +65,14 @@ export interface ShuffleWriterOptions {
   /** Batches with fewer rows are stored uncompressed (default 100, spark.gluten.sql.columnar.shuffle.compression.threshold). */
   compressionMinRows?: number;
   /**
+   * The most bytes of input rows gathered from small batches before they are split
+   * (input-staging.ts): batches that bring fewer than ~32 rows to each partition
+   * (8,192 rows at P = 256 and above) are staged until they bring 64. Default
+   * 8 MiB, or a sixteenth of the pool's limit if that is less; 0 splits every batch as it comes.
+   * The hash writer's only: the sort writer copies rows one at a time whatever the batch size.
+   */
+  stagingBytes?: number;
+  /**
    * How a partition's stream receives dictionary values that later input batches bring:
    * `delta` (default) sends only the new values as delta dictionary batches; `replacement`
    * sends the whole dictionary again, for readers without delta support (polars).
@@ -112,6 +120,7 @@ export function validateOptions(options: ShuffleWriterOptions): void {
   positive('resizeThreshold', options.resizeThreshold, 0);
   positive('mergeThreshold', options.mergeThreshold, 0);
   positive('compressionMinRows', options.compressionMinRows, 0);
+  positive('stagingBytes', options.stagingBytes, 0);
   positive('concurrentTasks', options.concurrentTasks, 1);
   if (options.mergeThreshold !== undefined && options.mergeThreshold > 1) {
     throw new ShuffleError('CS_INVALID_ARGUMENT', `mergeThreshold is a share of maxBatchRows in [0, 1], got ${options.mergeThreshold}`);

@@ -46,6 +46,8 @@ export interface RoundTripCase {
   resizeThreshold: number | undefined;
   /** 0 stops the payload merger, 1 parks every eviction: either way full small buffers are topped up */
   mergeThreshold: number | undefined;
+  /** the hash writer's staging of small batches: default, 0 (off), or a budget of a few rows */
+  stagingBytes: number | undefined;
   coalesceRows: number;
   /** the writer's schema: 0 from the first batch, 1 the in-memory schema, 2 the schema as read back from IPC */
   schemaBinding: number;
@@ -91,6 +93,7 @@ export const caseArb: fc.Arbitrary<RoundTripCase> = fc.record({
   memLimitFloor: fc.constantFrom(undefined, 1 << 16, 1 << 20),
   resizeThreshold: fc.constantFrom(undefined, 0, 0.25, 2),
   mergeThreshold: fc.constantFrom(undefined, undefined, 0, 1),
+  stagingBytes: fc.constantFrom(undefined, undefined, 0, 4096),
   coalesceRows: fc.oneof(fc.integer({ min: 1, max: 10 }), fc.integer({ min: 1, max: 5000 })),
   schemaBinding: fc.nat({ max: 2 }),
 });
@@ -174,6 +177,7 @@ export function build(c: RoundTripCase): Built {
     ...(c.memLimitFloor !== undefined ? { memLimitFloor: c.memLimitFloor } : {}),
     ...(c.resizeThreshold !== undefined ? { resizeThreshold: c.resizeThreshold } : {}),
     ...(c.mergeThreshold !== undefined ? { mergeThreshold: c.mergeThreshold } : {}),
+    ...(c.stagingBytes !== undefined ? { stagingBytes: c.stagingBytes } : {}),
     // the sort writer's page and block sizes, derived from mapId so that the columnar writer's cases stay as they were:
     // tiny pages and blocks spread rows over many pages and give long values pages and blocks of their own
     ...SORT_SIZES[c.mapId % SORT_SIZES.length]!,

@@ -1,0 +1,119 @@
+import type { RecordBatch, Schema } from 'apache-arrow';
+import type { FieldNodeInfo } from '../format/ipc-message.js';
+import { recordBatchOverBuffers } from '../format/ipc-reader.js';
+import type { MemoryReservation } from '../memory/memory-pool.js';
+import { appendRows } from './append-column.js';
+import { IdentityRows, onePartition, planAppend } from './append-rows.js';
+import { ColumnBuffer } from './column-buffer.js';
+import { columnLayoutOf, isFlat } from './column-layout.js';
+import { prepareSourceColumn } from './source-column.js';
+import { splitPlanned } from './split-column.js';
+import { ScratchSelections, withScratchMemory } from './split-plan.js';
+
+/** Rows per partition a staged batch aims at: enough for each gather to stream through its destination. */
+export const STAGED_ROWS_PER_PARTITION = 64;
+/** The most bytes of input rows staged at once, by default (a sixteenth of a memory limit, if that is less). */
+export const MAX_STAGING_BYTES = 8 * 1024 * 1024;
+
+/**
+ * How many input rows to gather before a split, or 0 for none. A batch of
+ * `batchRows` rows brings batchRows / numPartitions rows to each partition, and
+ * the split moves them with one gather per column and partition, each starting
+ * at a destination line that is no longer in cache: with a few rows per
+ * partition, those starts are the split. Staging costs a copy of every row
+ * and a source that no longer fits in cache, so it pays only when batches
+ * bring fewer than STAGED_ROWS_PER_PARTITION / 2 rows per partition.
+ *
+ * Worked example, 8,192-row batches of 44-byte rows (bench/RESULTS.md):
+ *
+ * ```text
+ * P = 200:   41 rows per partition; target 64 x 200 = 12,800 < 2 x 8,192: no staging
+ * P = 1000:   8 rows per partition; target 64,000 rows (2.7 MiB): write 1.4-1.7 s -> 1.2 s
+ * P = 4000:   2 rows per partition; 8 MiB / 44 B = 190,650 rows, 47 per partition: 4.1-4.5 s -> 2.6-3.1 s
+ * ```
+ */
+export function stagingTargetRows(numPartitions: number, bytesPerRow: number, batchRows: number, stagingBytes: number): number {
+  const rows = Math.min(STAGED_ROWS_PER_PARTITION * numPartitions, Math.floor(stagingBytes / Math.max(1, bytesPerRow)));
+  return rows >= 2 * batchRows ? rows : 0;
+}
+
+/**
+ * Input batches gathered into one larger batch before the split (the shuffle
+ * writer's staging): their rows are appended, in order, to one set of column
+ * buffers with the split functions (every type but dictionaries), and the
+ * split then reads them as one batch. Appending is a block copy per buffer,
+ * far cheaper than the gathers it makes longer.
+ *
+ * Memory: every buffer is reserved in `reservation` before it is allocated.
+ *
+ * Protocol: `append` batches of `schema` until `rows` reaches the target, split
+ * `batch()` (its buffers are this staging's: valid until the next `append` or
+ * `clear`), `clear()`, and so on; `release()` at the end.
+ */
+export class InputStaging {
+  private readonly columns: ColumnBuffer[];
+  private readonly identity = new IdentityRows();
+  private readonly scratch: ScratchSelections;
+  /** rows held */
+  rows = 0;
+  private capacity = 0;
+
+  constructor(
+    private readonly schema: Schema,
+    private readonly reservation: MemoryReservation,
+  ) {
+    this.columns = schema.fields.map((field) => new ColumnBuffer(columnLayoutOf(field), reservation.recycler));
+    this.scratch = new ScratchSelections((bytes) => reservation.tryGrow(bytes));
+  }
+
+  /** Appends every row of `batch` (its schema is the staging's). */
+  async append(batch: RecordBatch): Promise<void> {
+    const rows = batch.numRows;
+    if (rows === 0) return;
+    const identityBytes = this.identity.bytesFor(rows) - this.identity.bytes;
+    if (identityBytes > 0) await this.reservation.grow(identityBytes);
+    const ids = this.identity.get(rows);
+    const capacity = Math.max(this.capacity, this.rows + rows);
+    const sources = batch.data.children.map((data, c) => prepareSourceColumn(data, this.columns[c]!.layout));
+    const { plans, growth } = await withScratchMemory(this.scratch, (bytes) => this.reservation.grow(bytes), () =>
+      planAppend(sources, this.columns, onePartition(ids, 0, rows), this.rows, capacity, this.scratch),
+    );
+    if (!growth.empty) {
+      await this.reservation.grow(growth.bytesAfter);
+      growth.apply();
+      this.reservation.shrink(growth.bytesBefore);
+    }
+    this.capacity = capacity;
+    // flat columns with block copies (appendRows); nested ones through their plans
+    this.columns.forEach((column, c) => {
+      if (isFlat(column.layout)) appendRows(sources[c]!, rows, column, this.rows, capacity, ids);
+      else splitPlanned(plans[c]!, 0, column, this.rows);
+    });
+    this.rows += rows;
+  }
+
+  /** The rows held, as one batch over the staging's buffers (not copied). */
+  batch(): RecordBatch {
+    const nodes: FieldNodeInfo[] = [];
+    const buffers: Uint8Array[] = [];
+    for (const column of this.columns) column.snapshot(this.rows, nodes, buffers, false);
+    return recordBatchOverBuffers(this.schema, this.rows, nodes, buffers);
+  }
+
+  /** Empties the staging, keeping its buffers for the next rows. */
+  clear(): void {
+    for (const column of this.columns) column.clear();
+    this.rows = 0;
+  }
+
+  /** Frees every buffer; returns the bytes released from the reservation. */
+  release(): number {
+    let bytes = this.identity.bytes + this.scratch.bytes;
+    for (const column of this.columns) bytes += column.release();
+    this.scratch.clear();
+    this.rows = 0;
+    this.capacity = 0;
+    this.reservation.shrink(bytes);
+    return bytes;
+  }
+}
