@@ -22,11 +22,12 @@ afterEach(async () => {
   await removeDir(dir);
 });
 
-test('staging is for batches that bring fewer than 32 rows to each partition, within the byte budget', () => {
+test('staging is for batches that bring fewer than 16 rows to each partition, within the byte budget', () => {
   expect(stagingTargetRows(200, 44, 8192, MAX_STAGING_BYTES), '41 rows per partition: split as they come').toBe(0);
   expect(stagingTargetRows(1000, 44, 8192, MAX_STAGING_BYTES), '8 rows per partition: gather 64').toBe(64_000);
   expect(stagingTargetRows(4000, 44, 8192, MAX_STAGING_BYTES), 'capped by the budget').toBe(Math.floor(MAX_STAGING_BYTES / 44));
   expect(stagingTargetRows(4000, 44, 8192, 0), 'no budget, no staging').toBe(0);
+  expect(stagingTargetRows(500, 44, 8192, MAX_STAGING_BYTES), '16 rows per partition: split as they come').toBe(0);
   expect(stagingTargetRows(1, 8, 10, MAX_STAGING_BYTES), 'tiny batches, even at one partition').toBe(64);
 });
 
@@ -58,14 +59,14 @@ function batchesOf(schema: Schema, sizes: readonly number[], rng: Rng): RecordBa
 test('small batches of every flat and nested type, sliced, mixed with large ones: staged, every partition holds its rows in input order, as without staging', async () => {
   const rng = new Rng(7);
   const schema = mixedSchema(rng);
-  // P = 16 stages batches of up to 511 rows (target 1024); 700 and 2000 pass through, after the rows staged before them
+  // P = 16 stages batches of up to 255 rows (target 1024); 700, 2000, 300 and 260 pass through, after the rows staged before them
   const sizes = [17, 3, 40, 1, 700, 25, 9, 2000, 5, 5, 300, 260, 33, 1, 2];
   const batches = batchesOf(schema, sizes, rng);
   const options: WriterOptions = { numPartitions: 16, partitioning: { kind: 'hash', keys: ['key'] }, maxBatchRows: 50 };
   const append = vi.spyOn(InputStaging.prototype, 'append');
 
   const staged = await runShuffle(dir, options, batches, 'staged');
-  expect(append.mock.calls.length, 'batches staged').toBe(sizes.filter((rows) => rows * 2 <= 1024).length);
+  expect(append.mock.calls.length, 'batches staged').toBe(sizes.filter((rows) => rows * 4 < 1024).length);
   expect(staged.actual).toEqual(staged.expected);
 
   append.mockClear();

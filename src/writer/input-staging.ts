@@ -15,26 +15,33 @@ export const STAGED_ROWS_PER_PARTITION = 64;
 /** The most bytes of input rows staged at once, by default (a sixteenth of a memory limit, if that is less). */
 export const MAX_STAGING_BYTES = 8 * 1024 * 1024;
 
+/** Staging gathers at least this many batches: below that, the copy costs what the longer gathers save. */
+export const MIN_STAGED_BATCHES = 4;
+
 /**
  * How many input rows to gather before a split, or 0 for none. A batch of
  * `batchRows` rows brings batchRows / numPartitions rows to each partition, and
  * the split moves them with one gather per column and partition, each starting
  * at a destination line that is no longer in cache: with a few rows per
- * partition, those starts are the split. Staging costs a copy of every row
- * and a source that no longer fits in cache, so it pays only when batches
- * bring fewer than STAGED_ROWS_PER_PARTITION / 2 rows per partition.
+ * partition, those starts are the split. Staging costs a copy of every row,
+ * and a larger source that fits less well in cache (strings are copied row by
+ * row from it), so it pays only for batches that bring fewer than
+ * STAGED_ROWS_PER_PARTITION / MIN_STAGED_BATCHES = 16 rows per partition.
  *
- * Worked example, 8,192-row batches of 44-byte rows (bench/RESULTS.md):
+ * Worked example, 2 M narrow rows of 44 bytes, in 8,192-row batches unless said
+ * (write times measured here, alternating with and without staging):
  *
  * ```text
- * P = 200:   41 rows per partition; target 64 x 200 = 12,800 < 2 x 8,192: no staging
- * P = 1000:   8 rows per partition; target 64,000 rows (2.7 MiB): write 1.4-1.7 s -> 1.2 s
- * P = 4000:   2 rows per partition; 8 MiB / 44 B = 190,650 rows, 47 per partition: 4.1-4.5 s -> 2.6-3.1 s
+ * P = 200:   41 rows per partition; target 64 x 200 = 12,800 < 4 x 8,192: none
+ * P = 200, 4,096-row batches: 20 per partition; 12,800 < 4 x 4,096: none (staged: no faster, often slower)
+ * P = 500:   16 per partition; 32,000 < 4 x 8,192: none (staged: no different)
+ * P = 1000:   8 per partition; 64,000 rows (2.7 MiB): 1.4-1.7 s -> 1.2 s
+ * P = 4000:   2 per partition; 8 MiB / 44 B = 190,650 rows, 47 per partition: 4.1-4.5 s -> 2.6-3.1 s
  * ```
  */
 export function stagingTargetRows(numPartitions: number, bytesPerRow: number, batchRows: number, stagingBytes: number): number {
   const rows = Math.min(STAGED_ROWS_PER_PARTITION * numPartitions, Math.floor(stagingBytes / Math.max(1, bytesPerRow)));
-  return rows >= 2 * batchRows ? rows : 0;
+  return rows > MIN_STAGED_BATCHES * batchRows ? rows : 0;
 }
 
 /**

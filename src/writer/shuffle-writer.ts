@@ -24,7 +24,7 @@ import { BufferGrowth, nestedBytes } from './buffer-growth.js';
 import { ColumnBuffer, hasValidity } from './column-buffer.js';
 import { childLayouts, columnLayoutOf, dictionaryLayouts, fixedBytesPerRow, isFlat, type ColumnLayout } from './column-layout.js';
 import { DictionaryTracker } from './dictionary-tracker.js';
-import { InputStaging, MAX_STAGING_BYTES, stagingTargetRows } from './input-staging.js';
+import { InputStaging, MAX_STAGING_BYTES, MIN_STAGED_BATCHES, stagingTargetRows } from './input-staging.js';
 import { createPartitioner, columnIndex, type Partitioner } from './partitioner.js';
 import { PartitionRows } from './partition-rows.js';
 import { sameSchema } from './same-schema.js';
@@ -604,7 +604,7 @@ export class ShuffleWriter implements Reclaimable {
   private async stageOrSplit(batch: RecordBatch, staged: number): Promise<void> {
     if (this.stagingTarget < 0) this.decideStaging(batch);
     const staging = this.staging;
-    if (staging === null || batch.numRows * 2 > this.stagingTarget) {
+    if (staging === null || batch.numRows * MIN_STAGED_BATCHES >= this.stagingTarget) {
       if (staged > 0) await this.splitStaged();
       await this.splitBatch(batch, staged);
       return;

@@ -66,8 +66,8 @@ export interface ShuffleWriterOptions {
   compressionMinRows?: number;
   /**
    * The most bytes of input rows gathered from small batches before they are split
-   * (input-staging.ts): batches that bring fewer than ~32 rows to each partition
-   * (8,192 rows at P = 256 and above) are staged until they bring 64. Default
+   * (input-staging.ts): batches that bring fewer than 16 rows to each partition
+   * (8,192 rows above P = 512) are staged until they bring 64. Default
    * 8 MiB, or a sixteenth of the pool's limit if that is less; 0 splits every batch as it comes.
    * The hash writer's only: the sort writer copies rows one at a time whatever the batch size.
    */
