@@ -114,7 +114,7 @@ test('staged rows are reserved in the writer pool and given back by finish and b
   for (const ending of ['finish', 'abort'] as const) {
     const pool = new MemoryPool(64 * 1024 * 1024);
     const append = vi.spyOn(InputStaging.prototype, 'append');
-    const writer = await ShuffleWriter.create({ numPartitions: 500, partitioning: { kind: 'round-robin' }, outputPrefix: join(dir, ending), memoryPool: pool, spillDir: dir });
+    const writer = await ShuffleWriter.create({ numPartitions: 500, partitioning: { kind: 'round-robin' }, outputPrefix: join(dir, ending), memoryPool: pool, spillDir: dir, stagingBytes: 1024 * 1024 });
     await writer.write(small(0));
     const one = pool.reserved;
     for (let b = 1; b < 20; b++) await writer.write(small(b));
@@ -127,6 +127,18 @@ test('staged rows are reserved in the writer pool and given back by finish and b
     append.mockRestore();
   }
   expect((await listFiles(dir)).sort()).toEqual(['finish.checksum.CRC32C', 'finish.data', 'finish.index']);
+});
+
+test('under a memory limit staging is off unless stagingBytes is given (staged rows cannot be spilled)', async () => {
+  const schema = new Schema([new Field('v', new Int32(), false)]);
+  const batches = Array.from({ length: 10 }, (_, b) => batchOf(schema, [sequenceColumn(b * 50, 50)], 50));
+  const append = vi.spyOn(InputStaging.prototype, 'append');
+  const bounded = await runShuffle(dir, { numPartitions: 300, partitioning: { kind: 'round-robin' }, memoryPool: new MemoryPool(64 * 1024 * 1024) }, batches, 'bounded');
+  expect(append).not.toHaveBeenCalled();
+  expect(bounded.actual).toEqual(bounded.expected);
+  const unbounded = await runShuffle(dir, { numPartitions: 300, partitioning: { kind: 'round-robin' } }, batches, 'unbounded');
+  expect(append).toHaveBeenCalledTimes(10);
+  expect(unbounded.actual).toEqual(bounded.actual);
 });
 
 test('schemas with dictionary columns are not staged (each batch may bring dictionaries of its own)', async () => {

@@ -1,8 +1,11 @@
+import type { MemoryReservation } from '../memory/memory-pool.js';
+import { appendRows } from './append-column.js';
 import { BufferGrowth } from './buffer-growth.js';
 import type { ColumnBuffer } from './column-buffer.js';
+import { isFlat } from './column-layout.js';
 import type { SourceColumn } from './source-column.js';
 import { splitPlanned } from './split-column.js';
-import { planSplit, type RowSelection, type SelectionArrays, type SplitPlan } from './split-plan.js';
+import { planSplit, withScratchMemory, type RowSelection, type ScratchSelections, type SelectionArrays, type SplitPlan } from './split-plan.js';
 
 /**
  * Appending rows to one set of column buffers: a split into a single
@@ -42,6 +45,36 @@ export function planAppend(
   const growth = new BufferGrowth();
   plans.forEach((plan, c) => growth.plan(plan, 0, columns[c]!, filled, capacity));
   return { plans, growth };
+}
+
+/**
+ * The whole protocol with memory accounted in `reservation`: appends rows
+ * 0 .. rows - 1 of `sources` after row `filled` of `columns`, which then have
+ * `capacity` rows; flat columns with block copies (appendRows), nested ones
+ * through their plans. `identity` holds row ids 0, 1, 2, ... (at least `rows`).
+ */
+export async function appendAccounted(
+  sources: readonly SourceColumn[],
+  columns: readonly ColumnBuffer[],
+  rows: number,
+  filled: number,
+  capacity: number,
+  identity: Uint32Array,
+  scratch: ScratchSelections,
+  reservation: MemoryReservation,
+): Promise<void> {
+  const { plans, growth } = await withScratchMemory(scratch, (bytes) => reservation.grow(bytes), () =>
+    planAppend(sources, columns, onePartition(identity, 0, rows), filled, capacity, scratch),
+  );
+  if (!growth.empty) {
+    await reservation.grow(growth.bytesAfter);
+    growth.apply();
+    reservation.shrink(growth.bytesBefore);
+  }
+  columns.forEach((column, c) => {
+    if (isFlat(column.layout)) appendRows(sources[c]!, rows, column, filled, capacity, identity);
+    else splitPlanned(plans[c]!, 0, column, filled);
+  });
 }
 
 /** Writes the planned rows (after `growth.apply()`). */

@@ -2,17 +2,15 @@ import type { RecordBatch, Schema } from 'apache-arrow';
 import type { FieldNodeInfo } from '../format/ipc-message.js';
 import { recordBatchOverBuffers } from '../format/ipc-reader.js';
 import type { MemoryReservation } from '../memory/memory-pool.js';
-import { appendRows } from './append-column.js';
-import { IdentityRows, onePartition, planAppend } from './append-rows.js';
+import { appendAccounted, IdentityRows } from './append-rows.js';
 import { ColumnBuffer } from './column-buffer.js';
-import { columnLayoutOf, isFlat } from './column-layout.js';
+import { columnLayoutOf } from './column-layout.js';
 import { prepareSourceColumn } from './source-column.js';
-import { splitPlanned } from './split-column.js';
-import { ScratchSelections, withScratchMemory } from './split-plan.js';
+import { ScratchSelections } from './split-plan.js';
 
 /** Rows per partition a staged batch aims at: enough for each gather to stream through its destination. */
 export const STAGED_ROWS_PER_PARTITION = 64;
-/** The most bytes of input rows staged at once, by default (a sixteenth of a memory limit, if that is less). */
+/** The most bytes of input rows staged at once, by default (with an unbounded pool; none under a limit). */
 export const MAX_STAGING_BYTES = 8 * 1024 * 1024;
 
 /** Staging gathers at least this many batches: below that, the copy costs what the longer gathers save. */
@@ -82,20 +80,8 @@ export class InputStaging {
     const ids = this.identity.get(rows);
     const capacity = Math.max(this.capacity, this.rows + rows);
     const sources = batch.data.children.map((data, c) => prepareSourceColumn(data, this.columns[c]!.layout));
-    const { plans, growth } = await withScratchMemory(this.scratch, (bytes) => this.reservation.grow(bytes), () =>
-      planAppend(sources, this.columns, onePartition(ids, 0, rows), this.rows, capacity, this.scratch),
-    );
-    if (!growth.empty) {
-      await this.reservation.grow(growth.bytesAfter);
-      growth.apply();
-      this.reservation.shrink(growth.bytesBefore);
-    }
+    await appendAccounted(sources, this.columns, rows, this.rows, capacity, ids, this.scratch, this.reservation);
     this.capacity = capacity;
-    // flat columns with block copies (appendRows); nested ones through their plans
-    this.columns.forEach((column, c) => {
-      if (isFlat(column.layout)) appendRows(sources[c]!, rows, column, this.rows, capacity, ids);
-      else splitPlanned(plans[c]!, 0, column, this.rows);
-    });
     this.rows += rows;
   }
 

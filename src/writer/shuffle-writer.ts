@@ -19,17 +19,16 @@ import { BufferRecycler } from '../memory/buffer-recycler.js';
 import { MemoryLimitError, MemoryPool, type MemoryReservation, type Reclaimable } from '../memory/memory-pool.js';
 import { PayloadStore, type ExtraMessages } from '../spill/payload-store.js';
 import { binarySlackBytes, chunkRows, partitionBufferRows, targetCapacity } from './buffer-sizing.js';
-import { onePartition, planAppend } from './append-rows.js';
+import { appendAccounted, onePartition } from './append-rows.js';
 import { BufferGrowth, nestedBytes } from './buffer-growth.js';
 import { ColumnBuffer, hasValidity } from './column-buffer.js';
-import { childLayouts, columnLayoutOf, dictionaryLayouts, fixedBytesPerRow, isFlat, type ColumnLayout } from './column-layout.js';
+import { childLayouts, columnLayoutOf, dictionaryLayouts, fixedBytesPerRow, type ColumnLayout } from './column-layout.js';
 import { DictionaryTracker } from './dictionary-tracker.js';
 import { InputStaging, MAX_STAGING_BYTES, MIN_STAGED_BATCHES, stagingTargetRows } from './input-staging.js';
 import { createPartitioner, columnIndex, type Partitioner } from './partitioner.js';
 import { PartitionRows } from './partition-rows.js';
 import { sameSchema } from './same-schema.js';
 import { prepareSourceColumn, type SourceColumn } from './source-column.js';
-import { appendColumn } from './append-column.js';
 import { binaryBytesOf } from './split-binary.js';
 import { splitPlanned, splitRange } from './split-column.js';
 import { planSplit, ScratchSelections, withScratchMemory, type RowSelection, type SplitPlan } from './split-plan.js';
@@ -186,7 +185,8 @@ export class ShuffleWriter implements Reclaimable {
       mergeThreshold: options.mergeThreshold ?? DEFAULT_MERGE_THRESHOLD,
       compressionMinRows: options.compressionMinRows ?? DEFAULT_COMPRESSION_MIN_ROWS,
       dictionaryUpdates: options.dictionaryUpdates ?? 'delta',
-      stagingBytes: options.stagingBytes ?? (bounded ? Math.min(MAX_STAGING_BYTES, Math.floor(pool.limit / 16)) : MAX_STAGING_BYTES),
+      // staged rows cannot be spilled: under a limit they starved other writers of a tight shared pool
+      stagingBytes: options.stagingBytes ?? (bounded ? 0 : MAX_STAGING_BYTES),
     };
     this.codec = codecByName(options.codec ?? 'lz4');
     this.output = output;
@@ -230,8 +230,9 @@ export class ShuffleWriter implements Reclaimable {
   /**
    * Splits one batch into the partition buffers, or stages it to be split with
    * the next ones when it brings few rows to each partition (input-staging.ts).
-   * Batches must share the first batch's schema. A refused batch (schema, partition id) changes nothing and
-   * the writer stays usable; any other failure (memory, disk) aborts the writer.
+   * Batches must share the first batch's schema. A refused batch (schema,
+   * partition id) changes nothing, staged rows included, and the writer stays
+   * usable; any other failure (memory, disk) aborts the writer.
    */
   async write(batch: RecordBatch): Promise<void> {
     await this.assertUsable('write');
@@ -951,20 +952,8 @@ export class ShuffleWriter implements Reclaimable {
     // room for four evictions of this size at once: a merge buffer filled by evictions of ~1000 rows
     // (wide rows at P = 200) was re-allocated three times on its way to maxBatchRows, for every column
     const capacity = needed > merged.capacity ? Math.min(this.options.maxBatchRows, Math.max(needed, merged.capacity * 2, rows * 4)) : merged.capacity;
-    const { plans, growth } = await withScratchMemory(this.mergeScratch, (bytes) => this.reservation.grow(bytes), () =>
-      planAppend(sources, merged!.columns, onePartition(this.identity, 0, rows), merged!.filled, capacity, this.mergeScratch),
-    );
-    if (!growth.empty) {
-      await this.reservation.grow(growth.bytesAfter);
-      growth.apply();
-      this.reservation.shrink(growth.bytesBefore);
-    }
+    await appendAccounted(sources, merged.columns, rows, merged.filled, capacity, this.identity, this.mergeScratch, this.reservation);
     merged.capacity = capacity;
-    // flat columns append with block copies (their rows are contiguous); nested ones through their plans
-    merged.columns.forEach((column, c) => {
-      if (isFlat(column.layout)) appendColumn(buffer.columns[c]!, rows, column, merged!.filled, capacity, this.identity);
-      else splitPlanned(plans[c]!, 0, column, merged!.filled);
-    });
     merged.filled += rows;
     for (const column of buffer.columns) column.clear();
     buffer.filled = 0;

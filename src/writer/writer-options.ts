@@ -67,8 +67,9 @@ export interface ShuffleWriterOptions {
   /**
    * The most bytes of input rows gathered from small batches before they are split
    * (input-staging.ts): batches that bring fewer than 16 rows to each partition
-   * (8,192 rows above P = 512) are staged until they bring 64. Default
-   * 8 MiB, or a sixteenth of the pool's limit if that is less; 0 splits every batch as it comes.
+   * (8,192 rows above P = 512) are staged until they bring 64; 0 splits every batch as
+   * it comes. Default 8 MiB with an unbounded pool, 0 under a limit: staged rows cannot
+   * be spilled, and three writers on a 4 MiB pool then sometimes ran out of memory.
    * The hash writer's only: the sort writer copies rows one at a time whatever the batch size.
    */
   stagingBytes?: number;
