@@ -46,10 +46,13 @@ export function stagingTargetRows(numPartitions: number, bytesPerRow: number, ba
  * Input batches gathered into one larger batch before the split (the shuffle
  * writer's staging): their rows are appended, in order, to one set of column
  * buffers with the split functions (every type but dictionaries), and the
- * split then reads them as one batch. Appending is a block copy per buffer,
- * far cheaper than the gathers it makes longer.
+ * split then reads them as one batch. Appending is a block copy per buffer
+ * (string offsets are rebased), so it pays where the gathers it makes longer
+ * were short (stagingTargetRows).
  *
  * Memory: every buffer is reserved in `reservation` before it is allocated.
+ * Staged rows cannot be spilled: the writer stages under a memory limit only
+ * when asked to (`stagingBytes`).
  *
  * Protocol: `append` batches of `schema` until `rows` reaches the target, split
  * `batch()` (its buffers are this staging's: valid until the next `append` or
