@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
-import { appendColumn } from '../src/writer/append-column.js';
+import { appendRows } from '../src/writer/append-column.js';
 import { ColumnBuffer } from '../src/writer/column-buffer.js';
 import type { ColumnLayout } from '../src/writer/column-layout.js';
 import type { SourceColumn } from '../src/writer/source-column.js';
@@ -158,7 +158,7 @@ test('pmodInto equals pmod for every hash, including the extremes, for small and
   );
 });
 
-test('appendColumn: every layout, onto a buffer already holding rows at an odd bit position', () => {
+test('appendRows: every layout, onto a buffer already holding rows at an odd bit position', () => {
   const layouts: ColumnLayout[] = [
     { kind: 'fixed-width', byteWidth: 1 },
     { kind: 'fixed-width', byteWidth: 8 },
@@ -193,7 +193,7 @@ test('appendColumn: every layout, onto a buffer already holding rows at an odd b
       const first = make(13);
       const second = make(30);
       const dst = fill(first);
-      appendColumn(fill(second), second.length, dst, first.length, 64, identity);
+      appendRows(fill(second).asSource(second.length), second.length, dst, first.length, 64, identity);
       const all = [...first, ...second];
       all.forEach((row, i) => {
         const valid = dst.validity === null || ((dst.validity[i >>> 3]! >>> (i & 7)) & 1) === 1;

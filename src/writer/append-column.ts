@@ -3,11 +3,12 @@ import type { SourceColumn } from './source-column.js';
 import { gatherBits } from './split-bits.js';
 
 /**
- * Appends the first `rows` rows of one partition buffer's column to another
- * (a merge buffer) at row `dstRow`: the payload merger's append (Gluten's
- * InMemoryPayload::merge). Rows are contiguous, so values and binary data are
- * block copies (memcpy) rather than the split's per-row gathers; only binary
- * offsets are rebased and validity bits shifted.
+ * Appends rows 0 .. rows - 1 of a flat split source (a partition buffer's
+ * column, `asSource(rows)`, or an input batch's) to `dst` at row `dstRow`:
+ * the payload merger's append (Gluten's InMemoryPayload::merge) and the input
+ * staging's. Rows are contiguous, so values and binary data are block copies
+ * (memcpy) rather than the split's per-row gathers; only binary offsets are
+ * rebased and validity bits shifted.
  *
  * Worked example, utf8: dst holds "ab" (offsets [0, 2], dataLength 2), src
  * holds "cde", "f" (offsets [0, 3, 4]):
@@ -18,14 +19,6 @@ import { gatherBits } from './split-bits.js';
  * ```
  * The destination has room for the rows and the data (the caller sized it);
  * `identity` holds row ids 0, 1, 2, ... (at least `rows` of them) for the bit copy.
- */
-export function appendColumn(src: ColumnBuffer, rows: number, dst: ColumnBuffer, dstRow: number, capacity: number, identity: Uint32Array): void {
-  appendRows(src.asSource(rows), rows, dst, dstRow, capacity, identity);
-}
-
-/**
- * appendColumn from any flat split source: rows 0 .. rows - 1 of `src` (a
- * partition buffer's, or an input batch's column: input-staging.ts).
  */
 export function appendRows(src: SourceColumn, rows: number, dst: ColumnBuffer, dstRow: number, capacity: number, identity: Uint32Array): void {
   const layout = src.layout;

@@ -603,7 +603,7 @@ export class ShuffleWriter implements Reclaimable {
    * The batch's partition ids are in partitionIds from `staged`.
    */
   private async stageOrSplit(batch: RecordBatch, staged: number): Promise<void> {
-    if (this.stagingTarget < 0) this.decideStaging(batch);
+    if (this.stagingTarget < 0) await this.decideStaging(batch);
     const staging = this.staging;
     if (staging === null || batch.numRows * MIN_STAGED_BATCHES >= this.stagingTarget) {
       if (staged > 0) await this.splitStaged();
@@ -615,9 +615,9 @@ export class ShuffleWriter implements Reclaimable {
   }
 
   /** Whether to stage, from the first batch: not with dictionary columns (each batch may bring its own dictionaries). */
-  private decideStaging(batch: RecordBatch): void {
-    const bytesPerRow = batch.data.children.reduce((sum, data) => sum + arrowBytes(data), 0) / batch.numRows;
-    this.stagingTarget = this.dictionaries === null ? stagingTargetRows(this.options.numPartitions, bytesPerRow, batch.numRows, this.options.stagingBytes) : 0;
+  private async decideStaging(batch: RecordBatch): Promise<void> {
+    const stages = this.dictionaries === null && this.options.stagingBytes > 0;
+    this.stagingTarget = stages ? stagingTargetRows(this.options.numPartitions, await this.bytesPerRowOf(batch), batch.numRows, this.options.stagingBytes) : 0;
     if (this.stagingTarget > 0) this.staging = new InputStaging(this.inputSchema!, this.reservation);
   }
 
@@ -729,6 +729,11 @@ export class ShuffleWriter implements Reclaimable {
 
   /** The same estimate from one batch alone, before anything has been split. */
   private async estimateRows(batch: RecordBatch): Promise<number> {
+    return this.rowsFor(await this.bytesPerRowOf(batch));
+  }
+
+  /** Bytes a row of this batch takes in a partition buffer (fixed widths, binary and nested bytes), on average. */
+  private async bytesPerRowOf(batch: RecordBatch): Promise<number> {
     const rows = batch.numRows;
     if (this.identity.length < rows) await this.reserveIdentity(rows);
     const plans = await this.plan(batch, onePartition(this.identity, 0, rows), this.mergeScratch);
@@ -738,7 +743,7 @@ export class ShuffleWriter implements Reclaimable {
       if (plan.src.layout.kind === 'binary') bytesPerRow += binaryBytes(plan.src, rows) / rows;
       else bytesPerRow += nestedBytes(plan) / rows;
     }
-    return this.rowsFor(bytesPerRow);
+    return bytesPerRow;
   }
 
   /** Rows per partition buffer for rows of `bytesPerRow`; also sets the rows per chunk. */
@@ -974,13 +979,6 @@ export class ShuffleWriter implements Reclaimable {
     return bytes;
   }
 
-}
-
-/** Bytes of a column's Arrow buffers, children included (its share of a sliced buffer is not known: all of it). */
-function arrowBytes(data: Data): number {
-  let bytes = (data.values?.byteLength ?? 0) + (data.valueOffsets?.byteLength ?? 0) + (data.nullBitmap?.byteLength ?? 0) + (data.typeIds?.byteLength ?? 0);
-  for (const child of data.children) bytes += arrowBytes(child);
-  return bytes;
 }
 
 /** Per-row scratch: partition id, row id and key hash, 4 bytes each. */
