@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { makeData, RecordBatch, Schema, Field, Utf8, LargeUtf8, Struct, type DataType } from 'apache-arrow';
-import { afterEach, beforeEach, expect, test } from 'vitest';
-import { ShuffleReader, ShuffleWriter } from '../src/index.js';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { ShuffleReader, ShuffleWriter, UNBOUNDED_MEM_LIMIT } from '../src/index.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
 
 let dir: string;
@@ -54,4 +54,30 @@ test('a partition buffer becomes a record batch each time it fills: 250 rows at 
   for await (const batch of reader.readPartition(0)) sizes.push(batch.numRows);
   expect(sizes).toEqual([100, 100, 50]);
   await reader.close();
+});
+
+describe('without a pool limit, buffers are sized for UNBOUNDED_MEM_LIMIT (Gluten kMaxMemLimit, 1 GiB), not the 128 MiB floor', () => {
+  // 6,000-byte rows at P = 2: the floor gives 134217728 / 6004 / 2 >> 2 = 2794 rows; 1 GiB gives min(22,355, 4096) = 4096.
+  // (Buffers of at most 1,024 rows would hide the difference: the payload merger joins their evictions into 4,096-row batches.)
+  const rows = 8192;
+  const value = (i: number) => `${i}:`.padEnd(6000, 'x');
+  async function batchesPerPartition(options: { memLimit?: number }): Promise<number[]> {
+    const prefix = join(dir, `out-${options.memLimit ?? 'default'}`);
+    const writer = await ShuffleWriter.create({ numPartitions: 2, partitioning: { kind: 'round-robin' }, outputPrefix: prefix, ...options });
+    for (let start = 0; start < rows; start += 1024) await writer.write(strings(Array.from({ length: 1024 }, (_, i) => value(start + i))));
+    const result = await writer.finish();
+    const read = await readAll(prefix);
+    expect(read.length).toBe(rows);
+    expect(new Set(read)).toEqual(new Set(Array.from({ length: rows }, (_, i) => value(i))));
+    return result.partitionBatches;
+  }
+
+  test('by default each partition\'s 4,096 rows fill one batch', async () => {
+    expect(UNBOUNDED_MEM_LIMIT).toBe(1024 * 1024 * 1024);
+    expect(await batchesPerPartition({})).toEqual([1, 1]);
+  });
+
+  test('memLimit 0 sizes them for the floor: 2,794 rows, so each partition flushes 2,560 rows (five 512-row shares) and then 1,536', async () => {
+    expect(await batchesPerPartition({ memLimit: 0 })).toEqual([2, 2]);
+  });
 });

@@ -39,6 +39,7 @@ import {
   DEFAULT_MEM_LIMIT_FLOOR,
   DEFAULT_MERGE_THRESHOLD,
   DEFAULT_RESIZE_THRESHOLD,
+  UNBOUNDED_MEM_LIMIT,
   validateOptions,
   type ShuffleWriteResult,
   type ShuffleWriterOptions,
@@ -170,7 +171,7 @@ export class ShuffleWriter implements Reclaimable {
     const tasks = options.concurrentTasks ?? 1;
     const bounded = Number.isFinite(pool.limit);
     const share = bounded ? Math.floor(pool.limit / tasks) : 0;
-    const memLimit = options.memLimit ?? share;
+    const memLimit = options.memLimit ?? (bounded ? share : UNBOUNDED_MEM_LIMIT);
     this.options = {
       numPartitions: options.numPartitions,
       partitioning: options.partitioning,
