@@ -159,6 +159,31 @@ describe('every row exactly once, in order, across partition counts and limits',
   });
 });
 
+describe('sizing options larger than a bounded pool are taken as its share: the writer spills instead of failing', () => {
+  // before, buffers (or pages) sized for these options could not be held by a 4 MiB pool even after every spill: CS_MEMORY_LIMIT
+  const batches = narrowBatches(16, 8192, 11); // ~5.6 MB of Arrow buffers
+  let expected: string[][];
+  beforeAll(() => {
+    expected = expectedPartitions(batches, HASH_KEY, P);
+  });
+
+  test.each<[string, Partial<ShuffleWriterOptions>]>([
+    ['memLimit 0 (sized for the 128 MiB floor)', { memLimit: 0 }],
+    ['memLimit 64 MiB', { memLimit: 64 * MiB }],
+    ['memLimitFloor 128 MiB', { memLimitFloor: 128 * MiB }],
+  ])('%s on a 4 MiB pool: every row, in order, within the pool', async (_, overrides) => {
+    const pool = new MemoryPool(4 * MiB);
+    const { result } = await writeSampled(options(pool, overrides), batches, kind);
+    expect(result.spills).toBeGreaterThan(0);
+    expect(pool.peak).toBeLessThanOrEqual(4 * MiB);
+    expect(pool.reserved).toBe(0);
+    const { rows } = await readPartitions(join(out, 'map'));
+    expect(totalRows(rows)).toBe(16 * 8192);
+    expect(partitionsDiffer(rows, expected)).toBeNull();
+    expect(await entries(spillDir)).toEqual([]);
+  });
+});
+
 describe('spilled output is right for every codec, partitioning and column type', () => {
   const LIMIT = 1 * MiB;
   const narrow = narrowBatches(5, 8192, 500);

@@ -130,7 +130,9 @@ export class SortShuffleWriter implements Reclaimable {
 
   private constructor(options: SortShuffleWriterOptions, output: DataFileWriter) {
     const pool = options.memoryPool ?? new MemoryPool();
-    const share = options.memLimit ?? (Number.isFinite(pool.limit) ? Math.floor(pool.limit / (options.concurrentTasks ?? 1)) : Number.POSITIVE_INFINITY);
+    const poolShare = Number.isFinite(pool.limit) ? Math.floor(pool.limit / (options.concurrentTasks ?? 1)) : Number.POSITIVE_INFINITY;
+    // a memLimit above the pool's share would size pages the pool cannot give (a 64 MiB memLimit on a 4 MiB pool: 4 MiB pages)
+    const share = Math.min(options.memLimit ?? poolShare, poolShare);
     this.options = options;
     this.numPartitions = options.numPartitions;
     this.codecName = options.codec ?? 'lz4';

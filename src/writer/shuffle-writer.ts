@@ -170,8 +170,10 @@ export class ShuffleWriter implements Reclaimable {
     const pool = options.memoryPool ?? new MemoryPool();
     const tasks = options.concurrentTasks ?? 1;
     const bounded = Number.isFinite(pool.limit);
-    const share = bounded ? Math.floor(pool.limit / tasks) : 0;
-    const memLimit = options.memLimit ?? (bounded ? share : UNBOUNDED_MEM_LIMIT);
+    const share = bounded ? Math.floor(pool.limit / tasks) : Number.POSITIVE_INFINITY;
+    // never sized for more than the share of a bounded pool: a chunk's buffers sized for the 128 MiB floor (or a
+    // memLimit above the pool) could not be held even after every spill, and a 4 MiB pool failed with CS_MEMORY_LIMIT
+    const memLimit = Math.min(options.memLimit ?? (bounded ? share : UNBOUNDED_MEM_LIMIT), share);
     this.options = {
       numPartitions: options.numPartitions,
       partitioning: options.partitioning,
@@ -180,7 +182,7 @@ export class ShuffleWriter implements Reclaimable {
       concurrentTasks: tasks,
       spillDir: options.spillDir ?? tmpdir(),
       memLimit,
-      memLimitFloor: options.memLimitFloor ?? (memLimit > 0 ? Math.min(DEFAULT_MEM_LIMIT_FLOOR, memLimit) : DEFAULT_MEM_LIMIT_FLOOR),
+      memLimitFloor: Math.min(options.memLimitFloor ?? (memLimit > 0 ? Math.min(DEFAULT_MEM_LIMIT_FLOOR, memLimit) : DEFAULT_MEM_LIMIT_FLOOR), share),
       maxBatchRows: options.maxBatchRows ?? DEFAULT_MAX_BATCH_ROWS,
       resizeThreshold: options.resizeThreshold ?? DEFAULT_RESIZE_THRESHOLD,
       mergeThreshold: options.mergeThreshold ?? DEFAULT_MERGE_THRESHOLD,

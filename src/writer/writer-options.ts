@@ -59,9 +59,13 @@ export interface ShuffleWriterOptions {
   concurrentTasks?: number;
   /** Directory for spill files (default: the OS temp dir). They are deleted on finish and abort. */
   spillDir?: string;
-  /** Memory this writer sizes its partition buffers for (default: the pool's limit / concurrentTasks; UNBOUNDED_MEM_LIMIT, 1 GiB, when the pool has no limit). */
+  /**
+   * Memory this writer sizes its partition buffers for (default: the pool's limit / concurrentTasks;
+   * UNBOUNDED_MEM_LIMIT, 1 GiB, when the pool has no limit). With a bounded pool, never more than
+   * limit / concurrentTasks: a larger value is taken as that.
+   */
   memLimit?: number;
-  /** Lower bound of memLimit in the sizing formula (default 128 MiB, Gluten's kMinMemLimit, or memLimit when smaller). */
+  /** Lower bound of memLimit in the sizing formula (default 128 MiB, Gluten's kMinMemLimit, or memLimit when smaller; with a bounded pool, at most limit / concurrentTasks). */
   memLimitFloor?: number;
   /** Most rows per partition buffer and per output batch (default 4096). */
   maxBatchRows?: number;
