@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { Field, Int32, makeData, Schema, Utf8, type DataType, type RecordBatch } from 'apache-arrow';
 import { afterEach, beforeEach, expect, test, vi } from 'vitest';
 import { MemoryPool, ShuffleError, ShuffleReader, ShuffleWriter } from '../src/index.js';
+import { nestedBatch } from '../src/cli/demo-data.js';
 import { InputStaging, MAX_STAGING_BYTES, stagingTargetRows } from '../src/writer/input-staging.js';
 import { batchOf, buildColumn, sequenceColumn, TYPE_CASES, utf8Column } from './support/columns.js';
 import { buildAny, nestedType } from './support/nested.js';
@@ -139,6 +140,17 @@ test('under a memory limit staging is off unless stagingBytes is given (staged r
   const unbounded = await runShuffle(dir, { numPartitions: 300, partitioning: { kind: 'round-robin' } }, batches, 'unbounded');
   expect(append).toHaveBeenCalledTimes(10);
   expect(unbounded.actual).toEqual(bounded.actual);
+});
+
+test('a stagingBytes above an eighth of a bounded pool is taken as that eighth: 16 MiB asked on a 4 MiB pool, every row comes back within the pool', async () => {
+  // nested rows, 4,096-row batches at P = 300 (13 rows per partition): 16 MiB of staged rows, which cannot be spilled, left
+  // the split no room in the pool (CS_MEMORY_LIMIT); 512 KiB hold fewer rows than four batches, so nothing is staged
+  const batches = Array.from({ length: 8 }, (_, b) => nestedBatch(4096, b + 1));
+  const pool = new MemoryPool(4 * 1024 * 1024);
+  const outcome = await runShuffle(dir, { numPartitions: 300, partitioning: { kind: 'hash', keys: ['key'] }, memoryPool: pool, spillDir: dir, stagingBytes: 16 * 1024 * 1024 }, batches);
+  expect(outcome.actual).toEqual(outcome.expected);
+  expect(pool.peak).toBeLessThanOrEqual(4 * 1024 * 1024);
+  expect(pool.reserved).toBe(0);
 });
 
 test('schemas with dictionary columns are not staged (each batch may bring dictionaries of its own)', async () => {

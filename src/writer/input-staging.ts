@@ -13,6 +13,9 @@ export const STAGED_ROWS_PER_PARTITION = 64;
 /** The most bytes of input rows staged at once, by default (with an unbounded pool; none under a limit). */
 export const MAX_STAGING_BYTES = 8 * 1024 * 1024;
 
+/** The most of a bounded pool's share (limit / concurrentTasks) a writer stages, whatever `stagingBytes` says: staged rows cannot be spilled. */
+export const MAX_STAGING_SHARE = 1 / 8;
+
 /** Staging gathers at least this many batches: below that, the copy costs what the longer gathers save. */
 export const MIN_STAGED_BATCHES = 4;
 

@@ -24,7 +24,7 @@ import { BufferGrowth, nestedBytes } from './buffer-growth.js';
 import { ColumnBuffer, hasValidity } from './column-buffer.js';
 import { childLayouts, columnLayoutOf, dictionaryLayouts, fixedBytesPerRow, type ColumnLayout } from './column-layout.js';
 import { DictionaryTracker } from './dictionary-tracker.js';
-import { InputStaging, MAX_STAGING_BYTES, MIN_STAGED_BATCHES, stagingTargetRows } from './input-staging.js';
+import { InputStaging, MAX_STAGING_BYTES, MAX_STAGING_SHARE, MIN_STAGED_BATCHES, stagingTargetRows } from './input-staging.js';
 import { createPartitioner, columnIndex, type Partitioner } from './partitioner.js';
 import { PartitionRows } from './partition-rows.js';
 import { sameSchema } from './same-schema.js';
@@ -189,7 +189,7 @@ export class ShuffleWriter implements Reclaimable {
       compressionMinRows: options.compressionMinRows ?? DEFAULT_COMPRESSION_MIN_ROWS,
       dictionaryUpdates: options.dictionaryUpdates ?? 'delta',
       // staged rows cannot be spilled: under a limit they starved other writers of a tight shared pool
-      stagingBytes: options.stagingBytes ?? (bounded ? 0 : MAX_STAGING_BYTES),
+      stagingBytes: Math.min(options.stagingBytes ?? (bounded ? 0 : MAX_STAGING_BYTES), Math.floor(share * MAX_STAGING_SHARE)),
     };
     this.codec = codecByName(options.codec ?? 'lz4');
     this.output = output;

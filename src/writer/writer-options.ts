@@ -85,6 +85,8 @@ export interface ShuffleWriterOptions {
    * (8,192 rows above P = 512) are staged until they bring 64; 0 splits every batch as
    * it comes. Default 8 MiB with an unbounded pool, 0 under a limit: staged rows cannot
    * be spilled, and three writers on a 4 MiB pool then sometimes ran out of memory.
+   * With a bounded pool, at most an eighth of the writer's share (MAX_STAGING_SHARE):
+   * 16 MiB of staging on a 4 MiB pool failed with CS_MEMORY_LIMIT.
    * The hash writer's only: the sort writer copies rows one at a time whatever the batch size.
    */
   stagingBytes?: number;
