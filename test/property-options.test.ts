@@ -1,13 +1,14 @@
 /**
  * Property, for both writers: whatever combination of sizing and batching options a
  * caller passes (memLimit, memLimitFloor, maxBatchRows, mergeThreshold, resizeThreshold,
- * compressionMinRows, stagingBytes, concurrentTasks, codec) with a bounded pool of 2-64 MiB,
+ * compressionMinRows, stagingBytes, concurrentTasks, codec; the sort writer's pageBytes and
+ * blockBytes) with a bounded pool of 2-64 MiB,
  * a shuffle of narrow or nested rows (1-4 batches of 1 to 8,192 rows, 1 to 2,000 partitions)
  *   1. puts every row in the partition the reference partitioner says, in input order;
  *   2. never holds more than the pool, and gives all of it back;
  *   3. leaves no spill file.
  * Options sized past the pool used to fail with CS_MEMORY_LIMIT where spilling would do
- * (memLimit 64 MiB on a 4 MiB pool; 16 MiB of staging on one).
+ * (memLimit 64 MiB on a 4 MiB pool; 16 MiB of staging, or 8 MiB sort pages, on one).
  * Seed policy as in property-roundtrip.test.ts: FC_SEED / FC_RUNS override.
  */
 import fc from 'fast-check';
@@ -43,6 +44,8 @@ const caseArb = fc.record({
   compressionMinRows: maybe(0, 1000),
   stagingBytes: maybe(0, MiB, 16 * MiB),
   concurrentTasks: maybe(1, 4),
+  pageBytes: maybe(16 * 1024, 8 * MiB),
+  blockBytes: maybe(4 * 1024, 8 * MiB),
 });
 
 test('any sizing and batching options on a bounded pool: every row in its partition, in order, within the pool, no spill file left', async () => {
@@ -56,7 +59,7 @@ test('any sizing and batching options on a bounded pool: every row in its partit
         const batches = Array.from({ length: c.batches }, (_, b) => make(c.batchRows, b + 1));
         const pool = new MemoryPool(c.poolMiB * MiB);
         const options: WriterOptions = { numPartitions: c.numPartitions, partitioning: { kind: 'hash', keys: ['key'] }, memoryPool: pool, spillDir, codec: c.codec };
-        for (const name of ['memLimit', 'memLimitFloor', 'maxBatchRows', 'mergeThreshold', 'resizeThreshold', 'compressionMinRows', 'stagingBytes', 'concurrentTasks'] as const) {
+        for (const name of ['memLimit', 'memLimitFloor', 'maxBatchRows', 'mergeThreshold', 'resizeThreshold', 'compressionMinRows', 'stagingBytes', 'concurrentTasks', 'pageBytes', 'blockBytes'] as const) {
           if (c[name] !== undefined) options[name] = c[name];
         }
         const outcome = await runShuffle(dir, options, batches, 'map', c.writer);

@@ -33,9 +33,9 @@ import { RowPages } from './row-pages.js';
  * blocks smaller than 4 KiB), plus the sizes of its pages and blocks.
  */
 export interface SortShuffleWriterOptions extends ShuffleWriterOptions {
-  /** Bytes of a row page (default: 1/16 of the writer's memory share, between 16 KiB and 4 MiB; at most 128 MiB). */
+  /** Bytes of a row page (default: 1/16 of the writer's memory share, between 16 KiB and 4 MiB; at most 128 MiB; with a bounded pool, at most a quarter of the share, or 16 KiB). */
   pageBytes?: number;
-  /** Most bytes of rows per compressed block (default: 1/64 of the memory share, between 4 KiB and 256 KiB). */
+  /** Most bytes of rows per compressed block (default: 1/64 of the memory share, between 4 KiB and 256 KiB; with a bounded pool, at most 1/32 of the share, or 4 KiB). */
   blockBytes?: number;
 }
 
@@ -141,8 +141,10 @@ export class SortShuffleWriter implements Reclaimable {
     this.output = output;
     this.pool = pool;
     this.reservation = pool.register(`SortShuffleWriter[map ${options.mapId ?? 0}]`, this);
-    this.pages = new RowPages(options.pageBytes ?? clampKiB(share / 16, 16, 4096), this.reservation);
-    this.blockBytes = options.blockBytes ?? clampKiB(share / 64, 4, 256);
+    // given sizes are capped by a bounded pool too (8 MiB pages, or 8 MiB blocks, on a 4 MiB pool failed the first write):
+    // a page at most a quarter of the share, a block at most 1/32 (the block writer holds eight blocks' bytes)
+    this.pages = new RowPages(Math.min(options.pageBytes ?? clampKiB(share / 16, 16, 4096), Math.max(16 * 1024, Math.floor(poolShare / 4))), this.reservation);
+    this.blockBytes = Math.min(options.blockBytes ?? clampKiB(share / 64, 4, 256), Math.max(4 * 1024, Math.floor(poolShare / 32)));
     // the merge's read buffer for spilled blocks, as the columnar writer's: 1 MiB, less in a small pool
     this.mergeBufferBytes = Number.isFinite(pool.limit) ? Math.min(1 << 20, Math.max(64 << 10, Math.floor(pool.limit / 8))) : 1 << 20;
     this.partitionRows = new Array<number>(this.numPartitions).fill(0);
