@@ -96,3 +96,11 @@ describe('MemoryPool reclaim protocol', () => {
     expect(holder.size).toBe(90);
   });
 });
+
+describe('MemoryPool.share: what each of n consumers running at once sizes itself for', () => {
+  test('limit / n, rounded down; Infinity without a limit', () => {
+    expect(new MemoryPool(4 * 1024 * 1024).share()).toBe(4 * 1024 * 1024);
+    expect(new MemoryPool(10).share(3)).toBe(3);
+    expect(new MemoryPool().share(4)).toBe(Number.POSITIVE_INFINITY);
+  });
+});

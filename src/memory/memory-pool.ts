@@ -71,6 +71,16 @@ export class MemoryPool {
     return this.peakBytes;
   }
 
+  /**
+   * What each of `tasks` consumers expected to run at once may size itself for
+   * (Gluten's memLimit = available / taskSlots): limit / tasks, or Infinity
+   * without a limit. Sizes derived from it must stay within it, or a consumer
+   * could need more than the pool holds even after every spill.
+   */
+  share(tasks = 1): number {
+    return Number.isFinite(this.limit) ? Math.floor(this.limit / tasks) : Number.POSITIVE_INFINITY;
+  }
+
   /** Bytes a reservation may still get: what is not held, plus the idle buffers (let go on demand). */
   get available(): number {
     return this.limit - this.reservedBytes;

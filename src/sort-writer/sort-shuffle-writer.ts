@@ -130,7 +130,7 @@ export class SortShuffleWriter implements Reclaimable {
 
   private constructor(options: SortShuffleWriterOptions, output: DataFileWriter) {
     const pool = options.memoryPool ?? new MemoryPool();
-    const poolShare = Number.isFinite(pool.limit) ? Math.floor(pool.limit / (options.concurrentTasks ?? 1)) : Number.POSITIVE_INFINITY;
+    const poolShare = pool.share(options.concurrentTasks ?? 1);
     // a memLimit above the pool's share would size pages the pool cannot give (a 64 MiB memLimit on a 4 MiB pool: 4 MiB pages)
     const share = Math.min(options.memLimit ?? poolShare, poolShare);
     this.options = options;

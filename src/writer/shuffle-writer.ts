@@ -170,7 +170,7 @@ export class ShuffleWriter implements Reclaimable {
     const pool = options.memoryPool ?? new MemoryPool();
     const tasks = options.concurrentTasks ?? 1;
     const bounded = Number.isFinite(pool.limit);
-    const share = bounded ? Math.floor(pool.limit / tasks) : Number.POSITIVE_INFINITY;
+    const share = pool.share(tasks);
     // never sized for more than the share of a bounded pool: a chunk's buffers sized for the 128 MiB floor (or a
     // memLimit above the pool) could not be held even after every spill, and a 4 MiB pool failed with CS_MEMORY_LIMIT
     const memLimit = Math.min(options.memLimit ?? (bounded ? share : UNBOUNDED_MEM_LIMIT), share);
