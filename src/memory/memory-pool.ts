@@ -11,6 +11,11 @@ export interface Reclaimable {
    * shrinking buffers) and returns how many bytes it freed, possibly fewer or
    * zero. Called by the pool when another reservation cannot be granted; it must
    * not itself wait for memory from the pool.
+   *
+   * What a consumer cannot give back at a moment (a writer's data file being
+   * written, the rows a chunk is being split into) must stay within its
+   * `share()`: a grow fails, rather than waits, when nothing more can be freed,
+   * so memory held beyond the share could starve a consumer asking for its own.
    */
   reclaim(bytes: number): Promise<number>;
 }

@@ -4,7 +4,7 @@ import { ShuffleError } from '../errors.js';
 import { codecByName, type Codec, type CodecName } from '../format/codec.js';
 import { assertDirectory, DataFileWriter } from '../format/output-files.js';
 import { MemoryPool, type MemoryReservation, type Reclaimable } from '../memory/memory-pool.js';
-import { MERGE_WINDOW_SHARE, SpillFile, windowsWanted } from '../spill/spill-file.js';
+import { MERGE_WINDOW_SHARE, mergeBufferBytes, SpillFile, windowsWanted } from '../spill/spill-file.js';
 import { columnIndex, createPartitioner, type Partitioner } from '../writer/partitioner.js';
 import { PartitionRows } from '../writer/partition-rows.js';
 import { sameSchema } from '../writer/same-schema.js';
@@ -97,6 +97,8 @@ export class SortShuffleWriter implements Reclaimable {
   private readonly pointers = new PointerArray();
   private readonly blockBytes: number;
   private readonly mergeBufferBytes: number;
+  /** the most this writer may hold while it writes its data file (limit / concurrentTasks, or Infinity) */
+  private readonly finishBytes: number;
   private readonly pool: MemoryPool;
   private blockWriter: BlockWriter | null = null;
   private blockWriterBytes = 0;
@@ -105,6 +107,8 @@ export class SortShuffleWriter implements Reclaimable {
   private spilling: Promise<void> | null = null;
   /** true while write() runs: reclaim leaves the pointer array alone */
   private writing = false;
+  /** true once finish() writes the rows in memory into the data file: reclaim can no longer spill them */
+  private finalPass = false;
   private inputSchema: Schema | null = null;
   private lastCheckedSchema: Schema | null = null;
   private outputSchema: Schema | null = null;
@@ -146,7 +150,8 @@ export class SortShuffleWriter implements Reclaimable {
     this.pages = new RowPages(Math.min(options.pageBytes ?? clampKiB(share / 16, 16, 4096), Math.max(16 * 1024, Math.floor(poolShare / 4))), this.reservation);
     this.blockBytes = Math.min(options.blockBytes ?? clampKiB(share / 64, 4, 256), Math.max(4 * 1024, Math.floor(poolShare / 32)));
     // the merge's read buffer for spilled blocks, as the columnar writer's: 1 MiB, less in a small pool
-    this.mergeBufferBytes = Number.isFinite(pool.limit) ? Math.min(1 << 20, Math.max(64 << 10, Math.floor(pool.limit / 8))) : 1 << 20;
+    this.mergeBufferBytes = mergeBufferBytes(poolShare);
+    this.finishBytes = poolShare;
     this.partitionRows = new Array<number>(this.numPartitions).fill(0);
     this.partitionBlocks = new Array<number>(this.numPartitions).fill(0);
   }
@@ -211,19 +216,26 @@ export class SortShuffleWriter implements Reclaimable {
     this.state = 'finishing';
     try {
       if (this.outputSchema === null) throw new ShuffleError('CS_INVALID_ARGUMENT', 'finish() before any batch: pass `schema` to create() to write an empty output');
-      await this.spilling?.catch(() => undefined); // a spill another consumer asked for may still be running
+      while (this.spilling !== null) await this.spilling.catch(() => undefined); // a spill another consumer asked for
       if (this.failure !== null) throw this.failure;
       this.releaseScratch();
       let mergeBuffer = EMPTY;
+      // What the final pass holds (the pages it sorts out, the read windows) it cannot give back. Rows in
+      // memory are spilled first (their pages then become the windows) when the pool is too short for a
+      // read window per spill run, and when they would keep more than this writer's share of the pool
+      // while the data file is written: that could starve another writer of it (pool.share()).
+      const shortOfWindows = this.spillFile !== null && windowsWanted(this.spillFile.runCount + 1) > this.pool.available * MERGE_WINDOW_SHARE;
+      const overShare = this.reservation.size + (this.spillFile !== null ? this.mergeBufferBytes : 0) > this.finishBytes;
+      if (this.pointers.count > 0 && (shortOfWindows || overShare)) {
+        await this.spill();
+        this.pages.releaseSpares();
+      }
+      this.finalPass = true;
+      if (this.failure !== null) throw this.failure;
       if (this.spillFile !== null) {
-        // a read window per spill run, as the columnar writer's merge has them: rows still in memory
-        // are spilled first when the pool is too short for the windows, so that their pages become them
-        if (this.pointers.count > 0 && windowsWanted(this.spillFile.runCount + 1) > this.pool.available * MERGE_WINDOW_SHARE) {
-          await this.spill();
-          this.pages.releaseSpares();
-        }
         await this.reserveForFinish(this.mergeBufferBytes);
-        const extra = this.reservation.tryGrowUpTo(Math.max(0, windowsWanted(this.spillFile.runCount) - this.mergeBufferBytes), MERGE_WINDOW_SHARE);
+        const wanted = windowsWanted(this.spillFile.runCount) - this.mergeBufferBytes;
+        const extra = this.reservation.tryGrowUpTo(Math.max(0, Math.min(wanted, this.finishBytes - this.reservation.size)), MERGE_WINDOW_SHARE);
         mergeBuffer = this.reservation.recycler.take(this.mergeBufferBytes + extra);
       }
       const merger = new RowPartitionMerger(this.output, this.header, this.spillFile, mergeBuffer, this.partitionRows);
@@ -272,7 +284,8 @@ export class SortShuffleWriter implements Reclaimable {
 
   /**
    * Gives memory back to the pool: writes the buffered rows out as a spill
-   * run (unless the final pass is already writing them), then drops the
+   * run (also while finish() gets ready, unless the final pass has taken
+   * them: it holds at most this writer's share), then drops the
    * spare pages and, between writes, everything else (the empty pointer
    * array, the scratch arrays, the block writer: the next write reserves
    * them again).
@@ -280,7 +293,7 @@ export class SortShuffleWriter implements Reclaimable {
   async reclaim(requested: number): Promise<number> {
     void requested; // everything that can go goes: a partial spill would not free whole pages
     if (this.state !== 'open' && this.state !== 'finishing') return 0;
-    if (this.state === 'open') {
+    if (!this.finalPass) {
       try {
         await this.spill();
       } catch (error) {

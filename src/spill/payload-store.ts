@@ -64,8 +64,11 @@ export class PayloadStore {
     numPartitions: number,
     private readonly reservation: MemoryReservation,
     private readonly spillDir: string,
-    /** read buffer used to copy spilled segments into the data file */
-    private readonly mergeBufferBytes: number,
+    /**
+     * `bufferBytes`: the read buffer that copies spilled segments into the data file;
+     * `maxHeldBytes`: the most the writer may hold while it merges (its share of the pool)
+     */
+    private readonly mergeMemory: { bufferBytes: number; maxHeldBytes: number },
     /** slabs small payloads are carved from */
     slabBytes: number,
     /** whether payloads that compressed well leave their arenas (compact()): under a memory limit */
@@ -169,29 +172,36 @@ export class PayloadStore {
   }
 
   /**
+   * Before the merge, the payloads still in memory are spilled as one more run
+   * - when the pool is too short to give the merge a read window per spill
+   *   run: their memory then becomes the windows. Under a tight limit the runs
+   *   are many and small, and the merge's reads are its cost (fewer, larger
+   *   ones with larger windows);
+   * - when the writer would hold more than `maxHeldBytes` while it merges:
+   *   nothing held during the merge can be given back, and held beyond the
+   *   writer's share it could starve another writer of the pool.
+   */
+  async prepareMerge(poolAvailable: number): Promise<void> {
+    if (this.memoryBytes === 0) return;
+    const runs = this.spillFile?.runCount ?? 0;
+    const shortOfWindows = windowsWanted(runs) > poolAvailable * MERGE_WINDOW_SHARE;
+    const overShare = this.reservation.size + this.mergeMemory.bufferBytes > this.mergeMemory.maxHeldBytes;
+    if (shortOfWindows || overShare) await this.spill();
+  }
+
+  /**
    * Writes every partition, in ascending order, into the data file: the schema
    * message, the partition's spilled segments (run by run in spill order,
    * copied verbatim), its in-memory payloads, the end-of-stream marker. A partition
    * without payloads is left empty (zero bytes).
    */
-  /**
-   * Before the merge: when the pool is too short to give the merge a read
-   * window per spill run, the payloads still in memory are spilled as one more
-   * run, so that their memory becomes the windows. Under a tight limit the
-   * runs are many and small, and the merge's reads are its cost (fewer,
-   * larger ones with larger windows).
-   */
-  async prepareMerge(poolAvailable: number): Promise<void> {
-    const runs = this.spillFile?.runCount ?? 0;
-    if (this.cachedBytes > 0 && windowsWanted(runs) > poolAvailable * MERGE_WINDOW_SHARE) await this.spill();
-  }
-
   async merge(output: DataFileWriter, schemaMessage: Uint8Array): Promise<void> {
-    await this.reservation.grow(this.mergeBufferBytes);
-    // the spill file reads each run through its own window: more room (if the pool has it) means fewer reads
+    const { bufferBytes: minBytes, maxHeldBytes } = this.mergeMemory;
+    await this.reservation.grow(minBytes);
+    // the spill file reads each run through its own window: more room (if the pool has it, within the share) means fewer reads
     const runs = this.spillFile?.runCount ?? 0;
-    const extra = this.reservation.tryGrowUpTo(Math.max(0, windowsWanted(runs) - this.mergeBufferBytes), MERGE_WINDOW_SHARE);
-    const bufferBytes = this.mergeBufferBytes + extra;
+    const extra = this.reservation.tryGrowUpTo(Math.max(0, Math.min(windowsWanted(runs) - minBytes, maxHeldBytes - this.reservation.size)), MERGE_WINDOW_SHARE);
+    const bufferBytes = minBytes + extra;
     this.merging = true;
     const buffer = this.reservation.recycler.take(bufferBytes);
     const sink = { append: (bytes: Uint8Array) => output.append(bytes), flush: () => output.flush() };

@@ -48,6 +48,14 @@ export function windowsWanted(runs: number): number {
   return runs * MERGE_WINDOW_BYTES;
 }
 
+/**
+ * The merge's read buffer for a writer whose share of the pool is `share`:
+ * 1 MiB, an eighth of a smaller share, at least 64 KiB.
+ */
+export function mergeBufferBytes(share: number): number {
+  return Math.min(1 << 20, Math.max(64 << 10, Math.floor(share / 8)));
+}
+
 /** Read windows smaller than this are not worth having: segments are streamed instead. */
 const MIN_WINDOW_BYTES = 256;
 

@@ -18,6 +18,7 @@ import { assertDirectory, DataFileWriter } from '../format/output-files.js';
 import { BufferRecycler } from '../memory/buffer-recycler.js';
 import { MemoryLimitError, MemoryPool, type MemoryReservation, type Reclaimable } from '../memory/memory-pool.js';
 import { PayloadStore, type ExtraMessages } from '../spill/payload-store.js';
+import { mergeBufferBytes } from '../spill/spill-file.js';
 import { binarySlackBytes, chunkRows, partitionBufferRows, targetCapacity } from './buffer-sizing.js';
 import { appendAccounted, onePartition } from './append-rows.js';
 import { BufferGrowth, nestedBytes } from './buffer-growth.js';
@@ -196,11 +197,10 @@ export class ShuffleWriter implements Reclaimable {
     this.pool = pool;
     this.reservation = pool.register(`ShuffleWriter[map ${this.options.mapId}]`, this);
     const n = options.numPartitions;
-    // the merge's read buffer: 1 MiB, less in a small pool
-    const mergeBuffer = bounded ? Math.min(1 << 20, Math.max(64 << 10, Math.floor(pool.limit / 8))) : 1 << 20;
+
     // slabs for small uncompressed payloads: 256 KiB, a sixteenth of a small pool (at least 16 KiB)
     const slab = bounded ? Math.min(SLAB_BYTES, Math.max(MIN_SLAB_BYTES, Math.floor(pool.limit / 16))) : SLAB_BYTES;
-    this.store = new PayloadStore(n, this.reservation, this.options.spillDir, mergeBuffer, slab, bounded);
+    this.store = new PayloadStore(n, this.reservation, this.options.spillDir, { bufferBytes: mergeBufferBytes(share), maxHeldBytes: share }, slab, bounded);
     this.arenaLength = bounded ? BufferRecycler.recycledLength : (bytes: number) => bytes;
     this.rows = new PartitionRows(n);
     this.buffers = new Array<PartitionBuffer | undefined>(n);
