@@ -8,7 +8,7 @@
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
-import { MemoryPool } from '../src/memory/memory-pool.js';
+import { MemoryLimitError, MemoryPool } from '../src/memory/memory-pool.js';
 import { createShuffleWriter, type WriterKind } from '../src/writer-kind.js';
 import { checkOutput, MATRIX_PARTITIONING, MatrixInput } from './support/matrix-input.js';
 import { entries, MiB } from './support/spill-harness.js';
@@ -92,3 +92,30 @@ test.each(FINISH_CASES)('while a %s writer of %i batches finishes, another consu
   expect(check.problems).toEqual([]);
   expect(check.rows).toBe(input.totalRows);
 }, 60_000);
+
+/**
+ * A spill another consumer asks for just as finish() begins takes the columnar writer's payloads
+ * out of memory; the merge must not start before they are on disk. It did: the partitions were
+ * committed without them (every row lost, without an error). The other consumer asks for one
+ * byte more than the pool has, right after finish() is called.
+ */
+test.each<WriterKind>(['hash', 'sort'])('a %s writer spilled for another consumer as finish() begins loses no row', async (kind) => {
+  const pool = new MemoryPool(16 * MiB);
+  const input = new MatrixInput({ sources: 3, sourceRows: 1000, batches: 6, label: [10, 30], seed: 3 });
+  const writer = await createShuffleWriter(kind, { numPartitions: 8, partitioning: MATRIX_PARTITIONING, outputPrefix: join(dir, 'w'), memoryPool: pool, spillDir: dir, codec: 'none', maxBatchRows: 100 });
+  for (const batch of input.batches()) await writer.write(batch);
+  const other = pool.register('other task');
+  const finishing = writer.finish();
+  try {
+    // (it may be refused in the end: the finishing writer takes its merge buffer meanwhile)
+    await other.grow(pool.available + 1).catch((error: unknown) => expect(error).toBeInstanceOf(MemoryLimitError));
+  } finally {
+    await finishing.catch(() => undefined); // not removing the directory under a finish still running
+  }
+  other.free();
+  const result = await finishing;
+  expect(result.spills).toBe(1);
+  const check = await checkOutput(join(dir, 'w'), input, 8);
+  expect(check.problems).toEqual([]);
+  expect(check.rows).toBe(input.totalRows);
+});

@@ -38,7 +38,9 @@ interface CachedPayload {
  *
  * Protocol: any number of `add` and `spill` calls, interleaved; then one
  * `merge` (which writes the partitions in order into the data file) or
- * `discard`; spill files are deleted by both.
+ * `discard`; spill files are deleted by both. A `spill` may come while the
+ * merge runs (a reclaim another consumer asked for): it frees nothing then,
+ * and a run asked for before the merge began is on disk before the merge reads.
  *
  * Memory: every cached payload is counted in the writer's reservation; the
  * store releases what it spills and, when a payload's encoding settles, the
@@ -128,6 +130,12 @@ export class PayloadStore {
    * Returns the bytes released.
    */
   spill(extra: ReadonlyMap<number, ExtraMessages> = new Map()): Promise<number> {
+    if (this.merging) {
+      // no run may start once the merge has begun (it would not read its segments); evicted rows cannot
+      // come then: the writer has released every buffer before it merges
+      if (extra.size > 0) return Promise.reject(new Error('internal: rows evicted after the merge began'));
+      return Promise.resolve(0);
+    }
     // one run at a time: a reclaim asked for by another consumer may come while finish() spills
     const run = this.spilling.then(() => this.spillRun(extra));
     this.spilling = run.catch(() => undefined);
@@ -135,7 +143,6 @@ export class PayloadStore {
   }
 
   private async spillRun(extra: ReadonlyMap<number, ExtraMessages>): Promise<number> {
-    if (this.merging) return 0;
     const taken = this.cached;
     this.cached = taken.map(() => []);
     const partitions = taken.map((list, p) => (list.length > 0 || extra.has(p) ? p : -1)).filter((p) => p >= 0);
@@ -198,11 +205,14 @@ export class PayloadStore {
   async merge(output: DataFileWriter, schemaMessage: Uint8Array): Promise<void> {
     const { bufferBytes: minBytes, maxHeldBytes } = this.mergeMemory;
     await this.reservation.grow(minBytes);
+    // From here on no spill run starts. One already asked for (a reclaim another consumer asked for) has
+    // taken its payloads out of memory: the merge reads nothing before it is on disk, or they were lost.
+    this.merging = true;
+    await this.spilling;
     // the spill file reads each run through its own window: more room (if the pool has it, within the share) means fewer reads
     const runs = this.spillFile?.runCount ?? 0;
     const extra = this.reservation.tryGrowUpTo(Math.max(0, Math.min(windowsWanted(runs) - minBytes, maxHeldBytes - this.reservation.size)), MERGE_WINDOW_SHARE);
     const bufferBytes = minBytes + extra;
-    this.merging = true;
     const buffer = this.reservation.recycler.take(bufferBytes);
     const sink = { append: (bytes: Uint8Array) => output.append(bytes), flush: () => output.flush() };
     try {

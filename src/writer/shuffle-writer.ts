@@ -292,6 +292,7 @@ export class ShuffleWriter implements Reclaimable {
       this.releaseScratch();
       await this.store.prepareMerge(this.pool.available);
       await this.store.merge(this.output, encodeSchemaMessage(this.outputSchema));
+      if (this.failure !== null) throw this.failure; // a spill another consumer asked for failed: rows may be missing
       await this.dictionaries?.release();
       const { partitionLengths, checksums, bytesWritten } = await this.output.commit();
       const result: ShuffleWriteResult = {
