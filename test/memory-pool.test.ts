@@ -85,6 +85,34 @@ describe('MemoryPool reclaim protocol', () => {
     expect(log).toEqual(['other asked 40 freed 30', 'self asked 10 freed 10']);
   });
 
+  test('a consumer that freed nothing but took memory while it was asked is asked again (a shared-pool fuzz found a grow refused while its writer held spillable payloads)', async () => {
+    const pool = new MemoryPool(100);
+    const log: string[] = [];
+    let rounds = 0;
+    const busy: Reclaimable = {
+      async reclaim(bytes) {
+        rounds++;
+        if (rounds === 1) {
+          // its last spill had just taken everything; meanwhile it went on and cached what the pool had left
+          busyReservation.tryGrow(10);
+          log.push(`busy asked ${bytes} freed 0`);
+          return 0;
+        }
+        const freed = Math.min(bytes, busyReservation.size);
+        busyReservation.shrink(freed);
+        log.push(`busy asked ${bytes} freed ${freed}`);
+        return freed;
+      },
+    };
+    const busyReservation = pool.register('busy', busy);
+    busyReservation.tryGrow(60);
+    const requester = pool.register('requester');
+    requester.tryGrow(30);
+    await requester.grow(20);
+    expect(log).toEqual(['busy asked 10 freed 0', 'busy asked 20 freed 20']);
+    expect(requester.size).toBe(50);
+  });
+
   test('when nothing can be freed, grow fails with a MemoryLimitError that says who, how much and what remains', async () => {
     const pool = new MemoryPool(100);
     const holder = pool.register('ShuffleWriter[3]');

@@ -73,3 +73,17 @@ test('reclaim frees merge buffers that hold capacity but no rows (emitted, kept 
   expect((await readAll(prefix)).flat()).toEqual(Array.from({ length: 48 }, (_, i) => i));
   expect(result.rows).toBe(48);
 });
+
+test('reclaim returns every byte it gave back, the evicted buffers included (it returned only the shrunk ones, and a shared pool then refused a grow it could have granted)', async () => {
+  const pool = new MemoryPool(64 * 1024 * 1024);
+  const prefix = join(dir, 'out');
+  const writer = await ShuffleWriter.create({ numPartitions: 2, partitioning: { kind: 'round-robin' }, outputPrefix: prefix, memoryPool: pool, spillDir: dir, stagingBytes: 0, codec: 'none' });
+  await writer.write(batch(0, 500)); // rows in the partition buffers, no payload yet
+  const before = pool.reserved;
+  const freed = await writer.reclaim(Number.MAX_SAFE_INTEGER);
+  expect(freed).toBe(before - pool.reserved);
+  expect(freed).toBeGreaterThan(500 * 4);
+  const result = await writer.finish();
+  expect(result.spills).toBe(1);
+  expect((await readAll(prefix)).flat().sort((a, b) => a - b)).toEqual(Array.from({ length: 500 }, (_, i) => i));
+});

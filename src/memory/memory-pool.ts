@@ -222,11 +222,15 @@ export class MemoryReservation {
     const errors: unknown[] = [];
     for (let attempt = 0; attempt < MAX_RECLAIM_ROUNDS; attempt++) {
       const missing = bytes - this.pool.available;
+      const reservedBefore = this.pool.reserved;
       const result = await this.pool._reclaim(missing, this);
       if (result.ownError !== undefined) throw result.ownError; // e.g. this consumer's own spill hit a full disk
       errors.push(...result.errors);
       if (this.tryGrow(bytes)) return;
-      if (result.freed === 0 && result.errors.length === 0 && !this.pool._anyReclaiming()) break;
+      // a round that freed nothing proves nothing more can be freed only if nobody took memory meanwhile:
+      // a consumer that went on working while it was asked may hold spillable memory it did not hold then
+      const othersGrew = this.pool.reserved > reservedBefore;
+      if (result.freed === 0 && result.errors.length === 0 && !othersGrew && !this.pool._anyReclaiming()) break;
     }
     throw new MemoryLimitError(this.name, bytes, this.bytes, this.pool, errors[0]);
   }

@@ -403,7 +403,9 @@ export class ShuffleWriter implements Reclaimable {
       extra.set(p, this.spilledRows(merged, buffer, dictionaries[d]!, () => (freed += this.releaseDetached(merged) + this.releaseDetached(buffer))));
     });
     try {
-      freed += await this.store.spill(extra);
+      // (not `freed += await ...`: that reads freed before the run, and the run's written() adds the evicted bytes to it)
+      const released = await this.store.spill(extra);
+      freed += released;
     } catch (error) {
       // some of these rows may have left memory without reaching a complete spill: this writer is done
       this.failure ??= error;
