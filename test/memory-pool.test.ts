@@ -113,6 +113,33 @@ describe('MemoryPool reclaim protocol', () => {
     expect(requester.size).toBe(50);
   });
 
+  test('memory freed by a reclaim this grow waited for is granted at once, before a consumer that goes on working takes it back', async () => {
+    const pool = new MemoryPool(100);
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    // a writer that spills half of what it holds, and whose writing fills the pool again a moment later
+    const greedy: Reclaimable = {
+      async reclaim() {
+        await sleep(1);
+        greedyReservation.shrink(40);
+        setTimeout(() => greedyReservation.tryGrow(pool.available), 2);
+        return 40;
+      },
+    };
+    const greedyReservation = pool.register('greedy', greedy);
+    greedyReservation.tryGrow(80);
+    // another that takes long to find it has nothing to give
+    const slow: Reclaimable = { reclaim: async () => (await sleep(20), 0) };
+    pool.register('slow', slow).tryGrow(5);
+    const first = pool.register('first');
+    first.tryGrow(5);
+    const requester = pool.register('requester');
+    requester.tryGrow(10);
+    // the pool is full: first's grow starts greedy's reclaim, and requester's waits for it
+    await Promise.all([first.grow(1), requester.grow(15)]);
+    expect(requester.size).toBe(25);
+    expect(first.size).toBe(6);
+  });
+
   test('when nothing can be freed, grow fails with a MemoryLimitError that says who, how much and what remains', async () => {
     const pool = new MemoryPool(100);
     const holder = pool.register('ShuffleWriter[3]');

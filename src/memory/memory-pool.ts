@@ -46,6 +46,8 @@ export class MemoryPool {
   readonly recycler: BufferRecycler;
   private reservedBytes = 0;
   private peakBytes = 0;
+  /** @internal bytes released so far, by anyone (a grow's sign that a round made progress) */
+  releasedBytes = 0;
   private readonly reservations = new Set<MemoryReservation>();
 
   /** `maxIdleBytes`: the most the recycler keeps idle (default: 64 MiB, at most half the limit). */
@@ -118,6 +120,7 @@ export class MemoryPool {
   /** @internal */
   _shrink(bytes: number): void {
     this.reservedBytes -= bytes;
+    this.releasedBytes += bytes;
   }
 
   /** @internal whether some consumer is reclaiming right now (memory may free up soon) */
@@ -139,7 +142,7 @@ export class MemoryPool {
    * cause should the reservation fail in the end; the requester's own failure
    * is returned to be thrown as it is.
    */
-  async _reclaim(bytes: number, requester: MemoryReservation): Promise<{ freed: number; errors: unknown[]; ownError: unknown }> {
+  async _reclaim(bytes: number, requester: MemoryReservation, want: number): Promise<{ granted: boolean; freed: number; errors: unknown[]; ownError: unknown }> {
     let freed = 0;
     const errors: unknown[] = [];
     let ownError: unknown = undefined;
@@ -150,20 +153,23 @@ export class MemoryPool {
       if (freed >= bytes) break;
       if (candidate.reclaiming !== null) {
         await candidate.reclaiming.catch(() => undefined);
-        continue;
+      } else {
+        const reclaiming = candidate.reclaimable!.reclaim(bytes - freed);
+        candidate.reclaiming = reclaiming;
+        try {
+          freed += await reclaiming;
+        } catch (error) {
+          if (candidate === requester) ownError = error;
+          else errors.push(error);
+        } finally {
+          candidate.reclaiming = null;
+        }
       }
-      const reclaiming = candidate.reclaimable!.reclaim(bytes - freed);
-      candidate.reclaiming = reclaiming;
-      try {
-        freed += await reclaiming;
-      } catch (error) {
-        if (candidate === requester) ownError = error;
-        else errors.push(error);
-      } finally {
-        candidate.reclaiming = null;
-      }
+      // granted at once: asking the next candidate can take long (a spill on disk), and a consumer that
+      // goes on working meanwhile would take back what this one freed (or what a reclaim waited for freed)
+      if (ownError === undefined && requester.tryGrow(want)) return { granted: true, freed, errors, ownError };
     }
-    return { freed, errors, ownError };
+    return { granted: false, freed, errors, ownError };
   }
 }
 
@@ -223,14 +229,17 @@ export class MemoryReservation {
     for (let attempt = 0; attempt < MAX_RECLAIM_ROUNDS; attempt++) {
       const missing = bytes - this.pool.available;
       const reservedBefore = this.pool.reserved;
-      const result = await this.pool._reclaim(missing, this);
+      const releasedBefore = this.pool.releasedBytes;
+      const result = await this.pool._reclaim(missing, this, bytes);
       if (result.ownError !== undefined) throw result.ownError; // e.g. this consumer's own spill hit a full disk
+      if (result.granted) return;
       errors.push(...result.errors);
       if (this.tryGrow(bytes)) return;
-      // a round that freed nothing proves nothing more can be freed only if nobody took memory meanwhile:
-      // a consumer that went on working while it was asked may hold spillable memory it did not hold then
-      const othersGrew = this.pool.reserved > reservedBefore;
-      if (result.freed === 0 && result.errors.length === 0 && !othersGrew && !this.pool._anyReclaiming()) break;
+      // A round that freed nothing proves nothing more can be freed only if nobody freed or took memory
+      // meanwhile: memory another consumer freed may have been taken by a third, and a consumer that went
+      // on working while it was asked may now hold spillable memory it did not hold then.
+      const moved = this.pool.releasedBytes > releasedBefore || this.pool.reserved > reservedBefore;
+      if (result.freed === 0 && result.errors.length === 0 && !moved && !this.pool._anyReclaiming()) break;
     }
     throw new MemoryLimitError(this.name, bytes, this.bytes, this.pool, errors[0]);
   }
@@ -260,8 +269,8 @@ export class MemoryReservation {
 /** The most an unbounded pool's recycler keeps idle. */
 const DEFAULT_MAX_IDLE_BYTES = 64 * 1024 * 1024;
 
-/** Rounds of asking consumers to free memory before a grow gives up. */
-const MAX_RECLAIM_ROUNDS = 4;
+/** Rounds of asking consumers to free memory before a grow gives up (fewer when a round shows nothing can be). */
+const MAX_RECLAIM_ROUNDS = 8;
 
 function assertBytes(bytes: number): void {
   if (!(Number.isSafeInteger(bytes) && bytes >= 0)) throw new RangeError(`a reservation change must be a whole number of bytes >= 0, got ${bytes}`);

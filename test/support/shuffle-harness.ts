@@ -46,7 +46,15 @@ export interface ShuffleOutcome {
  * Writes `batches` with a fresh writer of kind `writer` (the columnar `hash` writer by
  * default, or the `sort` writer) under `dir`, then reads every partition back.
  */
-export async function runShuffle(dir: string, options: WriterOptions, batches: readonly RecordBatch[], name = 'map', writer: WriterKind = 'hash'): Promise<ShuffleOutcome> {
+export async function runShuffle(
+  dir: string,
+  options: WriterOptions,
+  batches: readonly RecordBatch[],
+  name = 'map',
+  writer: WriterKind = 'hash',
+  /** awaited after each write (other writers on the same pool then run in between) */
+  afterWrite: () => Promise<void> = async () => undefined,
+): Promise<ShuffleOutcome> {
   const prefix = join(dir, name);
   const first = batches[0];
   const schema = options.schema ?? first?.schema;
@@ -66,7 +74,10 @@ export async function runShuffle(dir: string, options: WriterOptions, batches: r
   }
 
   const mapWriter = await createShuffleWriter(writer, { ...options, outputPrefix: prefix });
-  for (const batch of batches) await mapWriter.write(batch);
+  for (const batch of batches) {
+    await mapWriter.write(batch);
+    await afterWrite();
+  }
   const result = await mapWriter.finish();
 
   const actual: string[][] = [];
