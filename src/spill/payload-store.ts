@@ -136,15 +136,17 @@ export class PayloadStore {
       if (extra.size > 0) return Promise.reject(new Error('internal: rows evicted after the merge began'));
       return Promise.resolve(0);
     }
+    // The payloads are taken now, with the evicted rows: a payload added while an earlier run is still
+    // on its way is newer than them, and written before them it put a partition's rows out of order.
+    const taken = this.cached;
+    this.cached = taken.map(() => []);
     // one run at a time: a reclaim asked for by another consumer may come while finish() spills
-    const run = this.spilling.then(() => this.spillRun(extra));
+    const run = this.spilling.then(() => this.spillRun(taken, extra));
     this.spilling = run.catch(() => undefined);
     return run;
   }
 
-  private async spillRun(extra: ReadonlyMap<number, ExtraMessages>): Promise<number> {
-    const taken = this.cached;
-    this.cached = taken.map(() => []);
+  private async spillRun(taken: CachedPayload[][], extra: ReadonlyMap<number, ExtraMessages>): Promise<number> {
     const partitions = taken.map((list, p) => (list.length > 0 || extra.has(p) ? p : -1)).filter((p) => p >= 0);
     if (partitions.length === 0) return this.slabs.trim();
     let released = 0;
@@ -238,6 +240,7 @@ export class PayloadStore {
 
   /** Deletes the spill files and forgets every payload (after merge, or on abort). */
   async discard(): Promise<void> {
+    await this.spilling; // a run on its way holds payloads taken out of the lists below
     const pending = this.cached.flat();
     this.cached = this.cached.map(() => []);
     await Promise.allSettled(pending.map((p) => p.message));

@@ -1,0 +1,42 @@
+/**
+ * PayloadStore's ordering claim: a partition's payloads reach the data file in the order they
+ * were made, whether they were spilled (run by run), evicted straight from buffers into a run, or
+ * kept in memory, also when spills are asked for while an earlier one is still on its way.
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, expect, test } from 'vitest';
+import { DataFileWriter } from '../src/format/output-files.js';
+import type { EncodedMessage } from '../src/format/ipc-message.js';
+import { MemoryPool } from '../src/memory/memory-pool.js';
+import { PayloadStore } from '../src/spill/payload-store.js';
+import { makeTempDir, removeDir } from './support/temp-dir.js';
+
+let dir: string;
+beforeEach(async () => (dir = await makeTempDir('cs-store-')));
+afterEach(async () => removeDir(dir));
+
+/** A stand-in message: 8 bytes of `tag` (the merge copies messages verbatim). */
+const message = (tag: number): EncodedMessage => ({ chunks: [new Uint8Array(8).fill(tag)], byteLength: 8 });
+const SCHEMA = 9;
+
+test('a spill asked for while another is on its way writes the payloads cached when it was asked, then its evicted rows; payloads made later follow them', async () => {
+  const pool = new MemoryPool(1 << 20);
+  const store = new PayloadStore(1, pool.register('store'), dir, { bufferBytes: 64 << 10, maxHeldBytes: Infinity }, 16 << 10, false);
+  store.add(0, message(1), 0);
+  const first = store.spill(); // on its way: it creates the spill file first
+  store.add(0, message(2), 0);
+  const evicted = { encode: async () => ({ messages: [message(3)], batches: 1 }), written: () => undefined };
+  const second = store.spill(new Map([[0, evicted]])); // rows evicted now: newer than 2, older than 4
+  store.add(0, message(4), 0); // made while both runs wait (it stays in memory)
+  await Promise.all([first, second]);
+  expect(store.spillCount).toBe(2);
+
+  const output = await DataFileWriter.create(join(dir, 'out'));
+  await store.merge(output, new Uint8Array(8).fill(SCHEMA));
+  await output.commit();
+  await store.discard();
+  const data = await readFile(join(dir, 'out.data'));
+  const tags = Array.from({ length: data.byteLength / 8 }, (_, i) => data[i * 8]);
+  expect(tags).toEqual([SCHEMA, 1, 2, 3, 4, 0xff]); // 0xff: the end-of-stream marker's continuation bytes
+});
