@@ -4,7 +4,7 @@ import { ShuffleError } from '../errors.js';
 import { codecByName, type Codec, type CodecName } from '../format/codec.js';
 import { assertDirectory, DataFileWriter } from '../format/output-files.js';
 import { MemoryPool, type MemoryReservation, type Reclaimable } from '../memory/memory-pool.js';
-import { MERGE_WINDOW_SHARE, mergeBufferBytes, SpillFile, windowsWanted } from '../spill/spill-file.js';
+import { MERGE_WINDOW_SHARE, mergeBufferBytes, reserveMergeWindows, SpillFile, windowsWanted } from '../spill/spill-file.js';
 import { columnIndex, createPartitioner, type Partitioner } from '../writer/partitioner.js';
 import { PartitionRows } from '../writer/partition-rows.js';
 import { sameSchema } from '../writer/same-schema.js';
@@ -234,8 +234,7 @@ export class SortShuffleWriter implements Reclaimable {
       if (this.failure !== null) throw this.failure;
       if (this.spillFile !== null) {
         await this.reserveForFinish(this.mergeBufferBytes);
-        const wanted = windowsWanted(this.spillFile.runCount) - this.mergeBufferBytes;
-        const extra = this.reservation.tryGrowUpTo(Math.max(0, Math.min(wanted, this.finishBytes - this.reservation.size)), MERGE_WINDOW_SHARE);
+        const extra = reserveMergeWindows(this.reservation, this.spillFile.runCount, this.mergeBufferBytes, this.finishBytes);
         mergeBuffer = this.reservation.recycler.take(this.mergeBufferBytes + extra);
       }
       const merger = new RowPartitionMerger(this.output, this.header, this.spillFile, mergeBuffer, this.partitionRows);

@@ -2,7 +2,7 @@ import { END_OF_STREAM, type EncodedMessage } from '../format/ipc-message.js';
 import type { DataFileWriter } from '../format/output-files.js';
 import type { MemoryReservation } from '../memory/memory-pool.js';
 import { SlabAllocator, type SlabRange } from '../memory/slab-allocator.js';
-import { MERGE_WINDOW_SHARE, SpillFile, windowsWanted } from './spill-file.js';
+import { MERGE_WINDOW_SHARE, reserveMergeWindows, SpillFile, windowsWanted } from './spill-file.js';
 
 
 /**
@@ -213,7 +213,7 @@ export class PayloadStore {
     await this.spilling;
     // the spill file reads each run through its own window: more room (if the pool has it, within the share) means fewer reads
     const runs = this.spillFile?.runCount ?? 0;
-    const extra = this.reservation.tryGrowUpTo(Math.max(0, Math.min(windowsWanted(runs) - minBytes, maxHeldBytes - this.reservation.size)), MERGE_WINDOW_SHARE);
+    const extra = reserveMergeWindows(this.reservation, runs, minBytes, maxHeldBytes);
     const bufferBytes = minBytes + extra;
     const buffer = this.reservation.recycler.take(bufferBytes);
     const sink = { append: (bytes: Uint8Array) => output.append(bytes), flush: () => output.flush() };

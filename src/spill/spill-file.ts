@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { read } from 'node:fs';
 import { open, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { MemoryReservation } from '../memory/memory-pool.js';
 import { ioError } from '../errors.js';
 import { writeChunks } from '../format/write-chunks.js';
 
@@ -54,6 +55,18 @@ export function windowsWanted(runs: number): number {
  */
 export function mergeBufferBytes(share: number): number {
   return Math.min(1 << 20, Math.max(64 << 10, Math.floor(share / 8)));
+}
+
+/**
+ * Reserves, on top of a merge's `bufferBytes` (already reserved), more read
+ * window for `runs` spill runs if the pool has it: at most what the windows
+ * want, MERGE_WINDOW_SHARE of what is free, and what keeps the writer within
+ * `maxHeldBytes` (its share: nothing held while merging can be given back).
+ * Returns the extra bytes reserved.
+ */
+export function reserveMergeWindows(reservation: MemoryReservation, runs: number, bufferBytes: number, maxHeldBytes: number): number {
+  const wanted = Math.min(windowsWanted(runs) - bufferBytes, maxHeldBytes - reservation.size);
+  return reservation.tryGrowUpTo(Math.max(0, wanted), MERGE_WINDOW_SHARE);
 }
 
 /** Read windows smaller than this are not worth having: segments are streamed instead. */

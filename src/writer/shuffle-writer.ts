@@ -197,7 +197,6 @@ export class ShuffleWriter implements Reclaimable {
     this.pool = pool;
     this.reservation = pool.register(`ShuffleWriter[map ${this.options.mapId}]`, this);
     const n = options.numPartitions;
-
     // slabs for small uncompressed payloads: 256 KiB, a sixteenth of a small pool (at least 16 KiB)
     const slab = bounded ? Math.min(SLAB_BYTES, Math.max(MIN_SLAB_BYTES, Math.floor(pool.limit / 16))) : SLAB_BYTES;
     this.store = new PayloadStore(n, this.reservation, this.options.spillDir, { bufferBytes: mergeBufferBytes(share), maxHeldBytes: share }, slab, bounded);
