@@ -66,8 +66,8 @@ test.each(FINISH_CASES)('while a %s writer of %i batches finishes, another consu
   const share = pool.share(2);
   for (const batch of input.batches()) await writer.write(batch);
   expect(pool.held).toBeGreaterThan(share);
-  // the data file is written under a temporary name
-  const dataStarted = () => readdirSync(dir).some((f) => f.startsWith('w.data') && statSync(join(dir, f)).size > 0);
+  // the data file is written under a temporary name, renamed into place between a listing and a stat
+  const dataStarted = () => readdirSync(dir).some((f) => f.startsWith('w.data') && (statSync(join(dir, f), { throwIfNoEntry: false })?.size ?? 0) > 0);
   let finished = false;
   const finishing = writer.finish().finally(() => (finished = true));
   let grants = 0;
