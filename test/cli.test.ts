@@ -37,6 +37,7 @@ import { narrowBatch, NARROW_SCHEMA } from '../src/cli/demo-data.js';
 import { createProgress, render } from '../src/cli/progress.js';
 import { frameOf } from '../src/cli/ipc-frames.js';
 import { hashColumnInto, pmod, SPARK_HASH_SEED } from '../src/writer/murmur3.js';
+import { defaultMemoryLimit, systemMemory } from '../src/memory/system-memory.js';
 
 const exec = promisify(execFile);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -62,9 +63,14 @@ function sink(): { stream: Writable; chunks: Buffer[] } {
 }
 
 async function cli(...argv: string[]): Promise<Run> {
+  return cliWith({}, ...argv);
+}
+
+/** A run on a machine with `machine.systemMemory` bytes of memory. */
+async function cliWith(machine: { systemMemory?: number }, ...argv: string[]): Promise<Run> {
   const out = sink();
   const err = sink();
-  const code = await main(argv, { stdout: out.stream, stderr: err.stream, signal: new AbortController().signal });
+  const code = await main(argv, { stdout: out.stream, stderr: err.stream, signal: new AbortController().signal, ...machine });
   const stdoutBytes = Buffer.concat(out.chunks);
   return { code, stdout: stdoutBytes.toString('utf8'), stderr: Buffer.concat(err.chunks).toString('utf8'), stdoutBytes };
 }
@@ -78,7 +84,7 @@ function json(run: Run): Record<string, unknown> & WriteJson {
 
 interface WriteJson {
   rows: number;
-  memoryLimit: number | null;
+  memoryLimit: number;
   spills: number;
   spilledBytes: number;
   peakMemoryBytes: number;
@@ -366,10 +372,37 @@ describe('--memory-limit and --spill-dir', () => {
     }
   });
 
-  test('without --memory-limit nothing spills, and --json says so', async () => {
+  test('without --memory-limit the limit is half the system memory: nothing spills here, and --json says so', async () => {
     const result = json(await cli('write', input, '-p', '16', '-k', 'key', '-o', join(dir, 'unlimited'), '--json'));
-    expect(result).toMatchObject({ rows: inputRows, memoryLimit: null, spills: 0, spilledBytes: 0 });
+    expect(result).toMatchObject({ rows: inputRows, memoryLimit: defaultMemoryLimit(), spills: 0, spilledBytes: 0 });
+    expect(result.memoryLimit).toBe(Math.floor(systemMemory() / 2));
     expect(result.peakMemoryBytes).toBeGreaterThan(0);
+  });
+
+  test('without --memory-limit, on a machine with less memory than the input, the write spills within half of it and loses no row', async () => {
+    const spillDir = await mkdtemp(join(tmpdir(), 'columnar-shuffle-cli-spill-'));
+    try {
+      const prefix = join(dir, 'small-machine');
+      const partitions = 16;
+      const run = await cliWith({ systemMemory: 2 * MiB }, 'write', input, '-p', String(partitions), '-k', 'key', '-o', prefix, '--spill-dir', spillDir, '--json');
+      const result = json(run);
+      expect(result.memoryLimit).toBe(MiB);
+      expect(result.spills).toBeGreaterThan(0);
+      expect(result.peakMemoryBytes).toBeLessThanOrEqual(MiB);
+      expect(await readdir(spillDir)).toEqual([]);
+      const check = verifier(partitions);
+      for (let p = 0; p < partitions; p++) {
+        const part = await cli('read', prefix, '-P', String(p));
+        expect(part.code).toBe(0);
+        for (const b of tableFromIPC(part.stdoutBytes).batches) check.addOutput(p, b);
+      }
+      expect(check.problems(result.partitionRows)).toEqual([]);
+      // the human summary names the default
+      const human = await cliWith({ systemMemory: 2 * MiB }, 'write', input, '-p', '4', '-k', 'key', '-o', join(dir, 'small-machine-human'), '--spill-dir', spillDir);
+      expect(human.stdout).toMatch(/; peak memory [\d.]+ [KM]iB \(limit 1\.00 MiB, half the system memory\)$/m);
+    } finally {
+      await rm(spillDir, { recursive: true, force: true });
+    }
   });
 
   test('the human summary mentions the spills and the peak memory', async () => {

@@ -10,6 +10,8 @@ export interface CliIO {
 export interface CliContext extends CliIO {
   /** Aborted on SIGINT / SIGTERM: long loops check it between batches. */
   signal: AbortSignal;
+  /** The memory `write`'s default limit is half of (default: the machine's or container's, systemMemory()). */
+  systemMemory?: number;
 }
 
 /** Exit codes: 0 success, 1 the operation failed, 2 bad command line, 130 interrupted. */

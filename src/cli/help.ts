@@ -56,7 +56,8 @@ Options:
                            reads either
       --map-id N           map task id, seeds round-robin's start (default: 0)
       --memory-limit SIZE  most memory the writer may hold; beyond it, it
-                           spills to disk (default: no limit). SIZE is bytes
+                           spills to disk (default: half the memory of the
+                           machine, or of its container). SIZE is bytes
                            or a number with a unit: KiB, MiB, GiB are powers
                            of 1024, KB, MB, GB powers of 1000 (64MiB, 1.5GiB)
       --spill-dir DIR      existing directory for the spill files, which are

@@ -25,7 +25,7 @@ const COMMANDS: Record<string, { help: string; load: () => Promise<CommandRun> }
   demo: { help: DEMO_HELP, load: async () => (await import('./demo-command.js')).demoCommand },
 };
 
-export interface MainOptions extends Partial<CliIO> {
+export interface MainOptions extends Partial<CliIO>, Pick<CliContext, 'systemMemory'> {
   /** Cancels a running command; without it, main aborts on SIGINT / SIGTERM (a second signal exits at once). */
   signal?: AbortSignal;
 }
@@ -40,7 +40,7 @@ export async function main(argv: readonly string[], options: MainOptions = {}): 
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
   }
-  const ctx: CliContext = { stdout, stderr, signal: options.signal ?? controller.signal };
+  const ctx: CliContext = { stdout, stderr, signal: options.signal ?? controller.signal, systemMemory: options.systemMemory };
   try {
     return await dispatch([...argv], ctx);
   } catch (error) {
