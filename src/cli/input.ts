@@ -6,6 +6,7 @@ import type { Message } from 'apache-arrow/ipc/metadata/message';
 import { ioError, ShuffleError } from '../errors.js';
 import { encodeSchemaMessage } from '../format/ipc-message.js';
 import { readIpcStream } from '../format/ipc-reader.js';
+import { footerCountProblem } from '../format/metadata-counts.js';
 import { decodeMessage, FRAME_PEEK, frameOf } from './ipc-frames.js';
 
 /**
@@ -176,8 +177,12 @@ class InputFile implements ArrowInput {
     }
     const length = new DataView(tail.buffer, tail.byteOffset, 4).getInt32(0, true);
     if (length <= 0 || tailAt - length < 8) throw this.corrupt(`the Arrow file footer length ${length} is out of range`, tailAt);
+    const footerBytes = await this.readAt(tailAt - length, length);
+    // arrow-js would loop over whatever a corrupted count in the footer claims
+    const countProblem = footerCountProblem(footerBytes);
+    if (countProblem !== null) throw this.corrupt(`unreadable Arrow file footer: ${countProblem}`, tailAt - length);
     try {
-      this.footer = Footer.decode(await this.readAt(tailAt - length, length));
+      this.footer = Footer.decode(footerBytes);
     } catch (cause) {
       throw this.corrupt(`unreadable Arrow file footer: ${(cause as Error).message}`, tailAt - length);
     }
@@ -195,7 +200,7 @@ class InputFile implements ArrowInput {
       return { invalid: `message metadata of ${frame.metadataLength} bytes runs past the end of the file` };
     }
     const message = decodeMessage(await this.readAt(metadataStart, frame.metadataLength));
-    if (message === null) return { invalid: 'unreadable message metadata' };
+    if (typeof message === 'string') return { invalid: message };
     const end = metadataStart + frame.metadataLength + Number(message.bodyLength);
     if (end > this.size) return { invalid: `message body of ${message.bodyLength} bytes runs past the end of the file` };
     return { message, start: position, end };

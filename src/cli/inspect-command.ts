@@ -99,8 +99,9 @@ function summarize(stream: Uint8Array, where: ErrorLocation): StreamSummary {
     if (frame.kind === 'end') break;
     if (frame.kind === 'invalid') throw corrupt(frame.reason);
     const metadataStart = position + frame.prefixLength;
+    if (metadataStart + frame.metadataLength > stream.byteLength) throw corrupt(`message metadata of ${frame.metadataLength} bytes runs past the end of the stream`);
     const message = decodeMessage(stream.subarray(metadataStart, metadataStart + frame.metadataLength));
-    if (message === null || metadataStart + frame.metadataLength > stream.byteLength) throw corrupt('unreadable message metadata');
+    if (typeof message === 'string') throw corrupt(message);
     if (message.headerType === MessageHeader.Schema) summary.schema ??= message.header() as Schema;
     if (message.isRecordBatch()) {
       summary.batches++;

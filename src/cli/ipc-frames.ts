@@ -2,6 +2,7 @@ import { Message } from 'apache-arrow/ipc/metadata/message';
 import { CompressionType } from 'apache-arrow/fb/compression-type';
 import { MessageHeader } from 'apache-arrow/enum';
 import type { CodecName } from '../format/codec.js';
+import { metadataCountProblem } from '../format/metadata-counts.js';
 
 /**
  * The framing of one encapsulated Arrow IPC message:
@@ -36,15 +37,22 @@ export function frameOf(head: Uint8Array): Frame {
   return { kind: 'message', prefixLength, metadataLength: length };
 }
 
-/** `Message.decode`, or null when the bytes are not a flatbuffer Message. */
-export function decodeMessage(metadata: Uint8Array): Message | null {
+/**
+ * `Message.decode` with its header decoded, or why the bytes are not a usable
+ * flatbuffer Message. Its vector counts are checked first (metadataCountProblem):
+ * arrow-js would loop over whatever a corrupted count claims.
+ */
+export function decodeMessage(metadata: Uint8Array): Message | string {
+  const countProblem = metadataCountProblem(metadata);
+  if (countProblem !== null) return countProblem;
   try {
     const message = Message.decode(metadata);
     const bodyLength = Number(message.bodyLength);
-    if (!Number.isSafeInteger(bodyLength) || bodyLength < 0 || MessageHeader[message.headerType] === undefined) return null;
+    if (!Number.isSafeInteger(bodyLength) || bodyLength < 0 || MessageHeader[message.headerType] === undefined) return 'unreadable message metadata';
+    if (message.header() === null) return 'message metadata without a header';
     return message;
-  } catch {
-    return null;
+  } catch (error) {
+    return `unreadable message metadata: ${(error as Error).message}`;
   }
 }
 
