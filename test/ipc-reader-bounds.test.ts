@@ -1,9 +1,9 @@
 import { compress as zstdCompress } from 'zstd-napi';
 import { describe, expect, test } from 'vitest';
-import { readIpcStream } from '../src/format/ipc-reader.js';
+import { readIpcSchema, readIpcStream } from '../src/format/ipc-reader.js';
 import { codecByName } from '../src/format/codec.js';
 import { encodeRecordBatchMessage, encodeSchemaMessage, END_OF_STREAM } from '../src/format/ipc-message.js';
-import { Field, Int32, Schema } from 'apache-arrow';
+import { Decimal, Dictionary, Field, Float, Float16, Int, Int32, Int64, Int8, Precision, Schema, Time, TimeUnit, Utf8, type DataType } from 'apache-arrow';
 
 const schema = new Schema([new Field('v', new Int32(), false)]);
 
@@ -93,5 +93,44 @@ describe('reading ahead keeps the order of batches and errors', () => {
     };
     await expect(read()).rejects.toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringMatching(/runs past the end of the stream/) });
     expect(seen).toEqual([1, 2]);
+  });
+});
+
+/**
+ * arrow-js throws a plain Error ("Unrecognized Int type") when it reads a type with a bit width
+ * it lacks; a fuzz case (seed 20261204, case 13283: one flipped bit) turned a column into a
+ * dictionary indexed by a 0-bit integer. Such schemas are CS_CORRUPT_DATA naming the field.
+ */
+describe('readIpcSchema refuses types arrow-js cannot read, naming the field', () => {
+  const streamOf = (type: DataType) => new Uint8Array(Buffer.concat([encodeSchemaMessage(new Schema([new Field('v', type, true)])), END_OF_STREAM]));
+  const schemaFailure = (type: DataType) => {
+    try {
+      readIpcSchema(streamOf(type));
+    } catch (error) {
+      return error as { code: string; message: string };
+    }
+    throw new Error('the schema was read without an error');
+  };
+
+  test.each<[string, DataType]>([
+    ['int64', new Int64()],
+    ['float16', new Float16()],
+    ['decimal256', new Decimal(3, 40, 256)],
+    ['time in microseconds (64 bits)', new Time(TimeUnit.MICROSECOND, 64)],
+    ['a dictionary of strings indexed by int8', new Dictionary(new Utf8(), new Int8())],
+  ])('%s reads', (_, type) => {
+    expect(String(readIpcSchema(streamOf(type)).fields[0]!.type)).toBe(String(type));
+  });
+
+  test.each<[string, DataType, string]>([
+    ['an int of 128 bits', new Int(true, 128 as 64), 'field "v" has a bit width of 128'],
+    ['an int of 1 bit', new Int(true, 1 as 8), 'field "v" has a bit width of 1'],
+    ['a time of 16 bits', new Time(TimeUnit.SECOND, 16 as 32), 'field "v" has a bit width of 16'],
+    ['a decimal of 16 bits', new Decimal(2, 4, 16), 'field "v" has a bit width of 16'],
+    ['a float of precision 3 (Arrow has half, single and double: 0-2)', new Float(3 as Precision), 'field "v" has a floating point precision of 3'],
+    ['a dictionary indexed by a 0-bit int', new Dictionary(new Utf8(), new Int(false, 0 as 8) as never), 'field "v" is a dictionary indexed by Uint0, not an integer of 8, 16, 32 or 64 bits'],
+    ['a dictionary of 128-bit ints', new Dictionary(new Int(true, 128 as 64), new Int32()), 'field "v" is a dictionary whose value type has a bit width of 128'],
+  ])('%s is CS_CORRUPT_DATA', (_, type, problem) => {
+    expect(schemaFailure(type)).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining(`the schema message describes ${problem}`) });
   });
 });

@@ -1,5 +1,5 @@
 import { makeData, RecordBatch, Struct, Vector, type Data, type DataType, type Schema } from 'apache-arrow';
-import { MessageHeader, MetadataVersion, Type } from 'apache-arrow/enum';
+import { MessageHeader, MetadataVersion, Precision, Type } from 'apache-arrow/enum';
 import {
   BufferRegion,
   FieldNode,
@@ -109,28 +109,46 @@ function isRecordBatch(raw: RawMessage): boolean {
 
 /**
  * A schema whose flatbuffer decoded into holes (missing fields or types) or
- * impossible type parameters (a negative fixed width, a bit width Arrow does
- * not have) is refused here, not deep in arrow-js or in a buffer allocation.
+ * impossible type parameters (a negative fixed width, a bit width its type
+ * does not have, a dictionary indexed by something other than an integer) is
+ * refused here, not deep in arrow-js or in a buffer allocation.
  */
 function assertUsableSchema(schema: Schema, messages: MessageCursor): void {
-  const problem = (fields: readonly Schema['fields'][number][]): string | null => {
+  const fieldsProblem = (fields: readonly Schema['fields'][number][]): string | null => {
     for (const field of fields) {
       if (field === null || field === undefined || field.type === null || field.type === undefined) return 'a field without a type';
-      const type = field.type as { byteWidth?: number; bitWidth?: number; listSize?: number };
-      if (type.byteWidth !== undefined && !(Number.isInteger(type.byteWidth) && type.byteWidth >= 0 && type.byteWidth <= MAX_FIXED_WIDTH)) {
-        return `field "${field.name}" has a fixed width of ${type.byteWidth} bytes`;
-      }
-      if (type.bitWidth !== undefined && !BIT_WIDTHS.has(type.bitWidth)) return `field "${field.name}" has a bit width of ${type.bitWidth}`;
-      if (type.listSize !== undefined && !(Number.isInteger(type.listSize) && type.listSize >= 0)) return `field "${field.name}" has a list size of ${type.listSize}`;
-      const shape = nestedShapeProblem(field.type);
-      if (shape !== null) return `field "${field.name}" as ${shape}`;
-      const inner = problem(field.type.children ?? []);
-      if (inner !== null) return inner;
+      const found = typeProblem(field.type, fieldsProblem);
+      if (found !== null) return `field "${field.name}" ${found}`;
     }
     return null;
   };
-  const found = problem(schema.fields);
+  const found = fieldsProblem(schema.fields);
   if (found !== null) throw messages.corrupt(`the schema message describes ${found}`, 0);
+}
+
+/** What is wrong with one type's parameters, its dictionary's and (through `fieldsProblem`) its children's, or null. */
+function typeProblem(dataType: DataType, fieldsProblem: (fields: readonly Schema['fields'][number][]) => string | null): string | null {
+  const type = dataType as { byteWidth?: number; bitWidth?: number; listSize?: number };
+  if (type.byteWidth !== undefined && !(Number.isInteger(type.byteWidth) && type.byteWidth >= 0 && type.byteWidth <= MAX_FIXED_WIDTH)) {
+    return `has a fixed width of ${type.byteWidth} bytes`;
+  }
+  const widths = BIT_WIDTHS[dataType.typeId] ?? ANY_BIT_WIDTH;
+  if (type.bitWidth !== undefined && !widths.includes(type.bitWidth)) return `has a bit width of ${type.bitWidth}`;
+  if (type.listSize !== undefined && !(Number.isInteger(type.listSize) && type.listSize >= 0)) return `has a list size of ${type.listSize}`;
+  const { precision } = dataType as { precision?: Precision };
+  if (dataType.typeId === Type.Float && !FLOAT_PRECISIONS.includes(precision!)) return `has a floating point precision of ${precision}`;
+  if (dataType.typeId === Type.Dictionary) {
+    const { indices, dictionary } = dataType as DataType & { indices?: DataType; dictionary?: DataType };
+    if (indices?.typeId !== Type.Int || !INT_BIT_WIDTHS.includes((indices as { bitWidth?: number }).bitWidth ?? 0)) {
+      return `is a dictionary indexed by ${String(indices)}, not an integer of 8, 16, 32 or 64 bits`;
+    }
+    if (dictionary === null || dictionary === undefined) return 'is a dictionary without a value type';
+    const inner = typeProblem(dictionary, fieldsProblem);
+    if (inner !== null) return `is a dictionary whose value type ${inner}`;
+  }
+  const shape = nestedShapeProblem(dataType);
+  if (shape !== null) return `as ${shape}`;
+  return fieldsProblem(dataType.children ?? []);
 }
 
 /** What is wrong with a nested type's children (arrow-js assumes their shape without checking), or null. */
@@ -157,7 +175,11 @@ function nestedShapeProblem(type: Schema['fields'][number]['type']): string | nu
   }
 }
 
-const BIT_WIDTHS = new Set([1, 8, 16, 32, 64, 128, 256]);
+/** The bit widths arrow-js can read, by type (its readers throw a plain Error on any other) */
+const INT_BIT_WIDTHS: readonly number[] = [8, 16, 32, 64];
+const BIT_WIDTHS: Partial<Record<Type, readonly number[]>> = { [Type.Int]: INT_BIT_WIDTHS, [Type.Decimal]: [32, 64, 128, 256], [Type.Time]: [32, 64] };
+const ANY_BIT_WIDTH: readonly number[] = [1, 8, 16, 32, 64, 128, 256];
+const FLOAT_PRECISIONS: readonly Precision[] = [Precision.HALF, Precision.SINGLE, Precision.DOUBLE];
 /** Widest fixed-size binary accepted from a file (a sanity bound, far beyond any real schema). */
 const MAX_FIXED_WIDTH = 1 << 20;
 
