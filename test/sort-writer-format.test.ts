@@ -15,6 +15,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import type { CodecName } from '../src/format/codec.js';
 import { encodeSchemaMessage } from '../src/format/ipc-message.js';
 import { MemoryPool, ShuffleReader, SortShuffleWriter, type SortShuffleWriterOptions } from '../src/index.js';
+import { parseRowPartitionHeader } from '../src/sort-writer/row-format.js';
 import { rowsOf } from './support/rows.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
 
@@ -224,5 +225,22 @@ describe('spilled blocks', () => {
     } finally {
       await reader.close();
     }
+  });
+});
+
+/**
+ * arrow-js merges the columns of one name when it builds a batch: a fuzz case (seed 77001, case
+ * 6991) flipped a bit of a column name to another column's, and the batches read back claimed
+ * Utf8 over a column of durations (a coalesced read then threw a RangeError). The sort writer
+ * takes arrow-js batches, which cannot have two columns of one name, so such a header is corrupt.
+ */
+describe('a header whose schema has two columns of one name', () => {
+  test('is CS_CORRUPT_DATA, at the schema message', () => {
+    const twice = new Schema([new Field('k', new Int32(), false), new Field('k', new Utf8(), true)]);
+    const bytes = Uint8Array.from([0x43, 0x53, 0x52, 0x57, 1, 0, 0, 0, ...encodeSchemaMessage(twice)]);
+    expect(() => parseRowPartitionHeader(bytes, { file: 'x.data', partition: 3, offset: 100 })).toThrow(
+      expect.objectContaining({ code: 'CS_CORRUPT_DATA', message: 'invalid sort-writer partition: the schema has several columns of the same name, which the sort writer never writes (file x.data, partition 3, byte offset 108)' }),
+    );
+    expect(parseRowPartitionHeader(header('none'), {}).schema.fields.map((f) => f.name)).toEqual(['k', 's']);
   });
 });

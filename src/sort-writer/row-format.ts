@@ -95,6 +95,10 @@ export function parseRowPartitionHeader(bytes: Uint8Array, where: ErrorLocation)
   if (length === null || length > bytes.byteLength) throw corrupt('the schema message is missing or runs past the end of the partition', ROW_PREAMBLE_BYTES);
   // readIpcSchema checks the flatbuffer and refuses impossible types; offsets in its errors are from the message
   const schema = readIpcSchema(bytes.subarray(ROW_PREAMBLE_BYTES, length), { ...where, offset: (where.offset ?? 0) + ROW_PREAMBLE_BYTES });
+  // the sort writer takes arrow-js batches, which cannot have two columns of one name: arrow-js would merge them in the
+  // batches read back (a bit flipped in a name gave a batch whose schema says Utf8 over a column of durations)
+  const names = new Set(schema.fields.map((field) => field.name));
+  if (names.size !== schema.fields.length) throw corrupt('the schema has several columns of the same name, which the sort writer never writes', ROW_PREAMBLE_BYTES);
   return { schema, codecName, codec: codecByName(codecName), bodyStart: length };
 }
 
