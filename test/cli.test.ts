@@ -338,6 +338,16 @@ describe('--memory-limit and --spill-dir', () => {
     for (let done = 0, seed = 1; done < inputRows; seed++, done += 8192) v.addInput(narrowBatch(Math.min(8192, inputRows - done), seed));
     return v;
   };
+  /** What `read` gives back of each partition of `prefix`, checked against the input (an empty list: every row, in place). */
+  const readBackProblems = async (prefix: string, written: WriteJson) => {
+    const check = verifier(written.partitions);
+    for (let p = 0; p < written.partitions; p++) {
+      const run = await cli('read', prefix, '-P', String(p));
+      expect(run.code).toBe(0);
+      for (const b of tableFromIPC(run.stdoutBytes).batches) check.addOutput(p, b);
+    }
+    return check.problems(written.partitionRows);
+  };
   beforeAll(async () => {
     // ~5 MiB of Arrow buffers: five times the limit the tests set
     const batches: RecordBatch[] = [];
@@ -359,14 +369,7 @@ describe('--memory-limit and --spill-dir', () => {
       expect(result.peakMemoryBytes).toBeGreaterThan(0);
       expect(result.peakMemoryBytes).toBeLessThanOrEqual(MiB);
       expect(await readdir(spillDir)).toEqual([]);
-
-      const check = verifier(partitions);
-      for (let p = 0; p < partitions; p++) {
-        const run = await cli('read', prefix, '-P', String(p));
-        expect(run.code).toBe(0);
-        for (const b of tableFromIPC(run.stdoutBytes).batches) check.addOutput(p, b);
-      }
-      expect(check.problems(result.partitionRows)).toEqual([]);
+      expect(await readBackProblems(prefix, result)).toEqual([]);
     } finally {
       await rm(spillDir, { recursive: true, force: true });
     }
@@ -390,13 +393,7 @@ describe('--memory-limit and --spill-dir', () => {
       expect(result.spills).toBeGreaterThan(0);
       expect(result.peakMemoryBytes).toBeLessThanOrEqual(MiB);
       expect(await readdir(spillDir)).toEqual([]);
-      const check = verifier(partitions);
-      for (let p = 0; p < partitions; p++) {
-        const part = await cli('read', prefix, '-P', String(p));
-        expect(part.code).toBe(0);
-        for (const b of tableFromIPC(part.stdoutBytes).batches) check.addOutput(p, b);
-      }
-      expect(check.problems(result.partitionRows)).toEqual([]);
+      expect(await readBackProblems(prefix, result)).toEqual([]);
       // the human summary names the default
       const human = await cliWith({ systemMemory: 2 * MiB }, 'write', input, '-p', '4', '-k', 'key', '-o', join(dir, 'small-machine-human'), '--spill-dir', spillDir);
       expect(human.stdout).toMatch(/; peak memory [\d.]+ [KM]iB \(limit 1\.00 MiB, half the system memory\)$/m);
