@@ -3,7 +3,8 @@ import { describe, expect, test } from 'vitest';
 import { readIpcSchema, readIpcStream } from '../src/format/ipc-reader.js';
 import { codecByName } from '../src/format/codec.js';
 import { encodeRecordBatchMessage, encodeSchemaMessage, END_OF_STREAM } from '../src/format/ipc-message.js';
-import { Decimal, Dictionary, Field, Float, Float16, Int, Int32, Int64, Int8, Precision, Schema, Time, TimeUnit, Utf8, type DataType } from 'apache-arrow';
+import { Date_, Decimal, Dictionary, Field, Float, Float16, Int, Int32, Int64, Int8, Interval, Precision, Schema, Time, Timestamp, TimeUnit, Union, Utf8, type DataType } from 'apache-arrow';
+import { DateUnit, IntervalUnit, UnionMode } from 'apache-arrow/enum';
 
 const schema = new Schema([new Field('v', new Int32(), false)]);
 
@@ -115,6 +116,8 @@ describe('readIpcSchema refuses types arrow-js cannot read, naming the field', (
   test.each<[string, DataType]>([
     ['int64', new Int64()],
     ['float16', new Float16()],
+    ['a dense union', new Union(UnionMode.Dense, [0, 5], [new Field('i', new Int32(), true), new Field('s', new Utf8(), true)])],
+    ['an interval of months, days and nanoseconds', new Interval(IntervalUnit.MONTH_DAY_NANO)],
     ['decimal256', new Decimal(3, 40, 256)],
     ['time in microseconds (64 bits)', new Time(TimeUnit.MICROSECOND, 64)],
     ['a dictionary of strings indexed by int8', new Dictionary(new Utf8(), new Int8())],
@@ -128,6 +131,10 @@ describe('readIpcSchema refuses types arrow-js cannot read, naming the field', (
     ['a time of 16 bits', new Time(TimeUnit.SECOND, 16 as 32), 'field "v" has a bit width of 16'],
     ['a decimal of 16 bits', new Decimal(2, 4, 16), 'field "v" has a bit width of 16'],
     ['a float of precision 3 (Arrow has half, single and double: 0-2)', new Float(3 as Precision), 'field "v" has a floating point precision of 3'],
+    ['a date of unit 5', new Date_(5 as DateUnit), 'field "v" has a unit of 5'],
+    ['a timestamp of unit 9', new Timestamp(9 as TimeUnit), 'field "v" has a unit of 9'],
+    ['an interval of unit 7', new Interval(7 as IntervalUnit), 'field "v" has a unit of 7'],
+    ['a union of mode 65', new Union(65 as UnionMode, [0], [new Field('i', new Int32(), true)]), 'field "v" is a union of mode 65, neither sparse nor dense'],
     ['a dictionary indexed by a 0-bit int', new Dictionary(new Utf8(), new Int(false, 0 as 8) as never), 'field "v" is a dictionary indexed by Uint0, not an integer of 8, 16, 32 or 64 bits'],
     ['a dictionary of 128-bit ints', new Dictionary(new Int(true, 128 as 64), new Int32()), 'field "v" is a dictionary whose value type has a bit width of 128'],
   ])('%s is CS_CORRUPT_DATA', (_, type, problem) => {

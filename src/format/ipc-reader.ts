@@ -1,5 +1,5 @@
 import { makeData, RecordBatch, Struct, Vector, type Data, type DataType, type Schema } from 'apache-arrow';
-import { MessageHeader, MetadataVersion, Precision, Type } from 'apache-arrow/enum';
+import { DateUnit, IntervalUnit, MessageHeader, MetadataVersion, Precision, TimeUnit, Type, UnionMode } from 'apache-arrow/enum';
 import {
   BufferRegion,
   FieldNode,
@@ -135,8 +135,11 @@ function typeProblem(dataType: DataType, fieldsProblem: (fields: readonly Schema
   const widths = BIT_WIDTHS[dataType.typeId] ?? ANY_BIT_WIDTH;
   if (type.bitWidth !== undefined && !widths.includes(type.bitWidth)) return `has a bit width of ${type.bitWidth}`;
   if (type.listSize !== undefined && !(Number.isInteger(type.listSize) && type.listSize >= 0)) return `has a list size of ${type.listSize}`;
-  const { precision } = dataType as { precision?: Precision };
+  const { precision, unit, mode } = dataType as { precision?: number; unit?: number; mode?: number };
   if (dataType.typeId === Type.Float && !FLOAT_PRECISIONS.includes(precision!)) return `has a floating point precision of ${precision}`;
+  const units = UNITS[dataType.typeId];
+  if (units !== undefined && !units.includes(unit!)) return `has a unit of ${unit}`;
+  if (dataType.typeId === Type.Union && mode !== UnionMode.Sparse && mode !== UnionMode.Dense) return `is a union of mode ${mode}, neither sparse nor dense`;
   if (dataType.typeId === Type.Dictionary) {
     const { indices, dictionary } = dataType as DataType & { indices?: DataType; dictionary?: DataType };
     if (indices?.typeId !== Type.Int || !INT_BIT_WIDTHS.includes((indices as { bitWidth?: number }).bitWidth ?? 0)) {
@@ -179,7 +182,16 @@ function nestedShapeProblem(type: Schema['fields'][number]['type']): string | nu
 const INT_BIT_WIDTHS: readonly number[] = [8, 16, 32, 64];
 const BIT_WIDTHS: Partial<Record<Type, readonly number[]>> = { [Type.Int]: INT_BIT_WIDTHS, [Type.Decimal]: [32, 64, 128, 256], [Type.Time]: [32, 64] };
 const ANY_BIT_WIDTH: readonly number[] = [1, 8, 16, 32, 64, 128, 256];
-const FLOAT_PRECISIONS: readonly Precision[] = [Precision.HALF, Precision.SINGLE, Precision.DOUBLE];
+const FLOAT_PRECISIONS: readonly number[] = [Precision.HALF, Precision.SINGLE, Precision.DOUBLE];
+const TIME_UNITS: readonly number[] = [TimeUnit.SECOND, TimeUnit.MILLISECOND, TimeUnit.MICROSECOND, TimeUnit.NANOSECOND];
+/** The units each type has (arrow-js reads any other as one of them, and our layouts might not agree on which) */
+const UNITS: Partial<Record<Type, readonly number[]>> = {
+  [Type.Date]: [DateUnit.DAY, DateUnit.MILLISECOND],
+  [Type.Time]: TIME_UNITS,
+  [Type.Timestamp]: TIME_UNITS,
+  [Type.Duration]: TIME_UNITS,
+  [Type.Interval]: [IntervalUnit.YEAR_MONTH, IntervalUnit.DAY_TIME, IntervalUnit.MONTH_DAY_NANO],
+};
 /** Widest fixed-size binary accepted from a file (a sanity bound, far beyond any real schema). */
 const MAX_FIXED_WIDTH = 1 << 20;
 

@@ -19,11 +19,16 @@ function sameField(a: Field, b: Field): boolean {
 
 /**
  * Same type id and the same parameters. arrow-js's toString names every
- * parameter of a flat type except a Decimal's bit width, compared on its own.
+ * parameter of a flat type except a Decimal's bit width, and no union's mode
+ * or type ids: those are compared on their own (a sparse and a dense union of
+ * the same children print alike but lay their buffers out differently).
  */
 function sameType(a: DataType, b: DataType): boolean {
   if (a.typeId !== b.typeId || String(a) !== String(b)) return false;
-  if ((a as { bitWidth?: number }).bitWidth !== (b as { bitWidth?: number }).bitWidth) return false;
+  const x = a as { bitWidth?: number; mode?: number; typeIds?: ArrayLike<number> };
+  const y = b as { bitWidth?: number; mode?: number; typeIds?: ArrayLike<number> };
+  if (x.bitWidth !== y.bitWidth || x.mode !== y.mode) return false;
+  if (x.typeIds !== y.typeIds && (x.typeIds?.length !== y.typeIds?.length || Array.from(x.typeIds ?? []).some((id, i) => id !== y.typeIds![i]))) return false;
   const ac = a.children ?? [];
   const bc = b.children ?? [];
   return ac.length === bc.length && ac.every((child, i) => sameField(child, bc[i]!));
