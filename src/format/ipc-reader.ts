@@ -114,20 +114,22 @@ function isRecordBatch(raw: RawMessage): boolean {
  * refused here, not deep in arrow-js or in a buffer allocation.
  */
 function assertUsableSchema(schema: Schema, messages: MessageCursor): void {
-  const fieldsProblem = (fields: readonly Schema['fields'][number][]): string | null => {
-    for (const field of fields) {
-      if (field === null || field === undefined || field.type === null || field.type === undefined) return 'a field without a type';
-      const found = typeProblem(field.type, fieldsProblem);
-      if (found !== null) return `field "${field.name}" ${found}`;
-    }
-    return null;
-  };
   const found = fieldsProblem(schema.fields);
   if (found !== null) throw messages.corrupt(`the schema message describes ${found}`, 0);
 }
 
-/** What is wrong with one type's parameters, its dictionary's and (through `fieldsProblem`) its children's, or null. */
-function typeProblem(dataType: DataType, fieldsProblem: (fields: readonly Schema['fields'][number][]) => string | null): string | null {
+/** What is wrong with the first of `fields` that has something wrong, or null. */
+function fieldsProblem(fields: readonly Schema['fields'][number][]): string | null {
+  for (const field of fields) {
+    if (field === null || field === undefined || field.type === null || field.type === undefined) return 'a field without a type';
+    const found = typeProblem(field.type);
+    if (found !== null) return `field "${field.name}" ${found}`;
+  }
+  return null;
+}
+
+/** What is wrong with one type's parameters, its dictionary's or its children's, or null. */
+function typeProblem(dataType: DataType): string | null {
   const type = dataType as { byteWidth?: number; bitWidth?: number; listSize?: number };
   if (type.byteWidth !== undefined && !(Number.isInteger(type.byteWidth) && type.byteWidth >= 0 && type.byteWidth <= MAX_FIXED_WIDTH)) {
     return `has a fixed width of ${type.byteWidth} bytes`;
@@ -146,7 +148,7 @@ function typeProblem(dataType: DataType, fieldsProblem: (fields: readonly Schema
       return `is a dictionary indexed by ${String(indices)}, not an integer of 8, 16, 32 or 64 bits`;
     }
     if (dictionary === null || dictionary === undefined) return 'is a dictionary without a value type';
-    const inner = typeProblem(dictionary, fieldsProblem);
+    const inner = typeProblem(dictionary);
     if (inner !== null) return `is a dictionary whose value type ${inner}`;
   }
   const shape = nestedShapeProblem(dataType);

@@ -25,11 +25,17 @@ function sameField(a: Field, b: Field): boolean {
  */
 function sameType(a: DataType, b: DataType): boolean {
   if (a.typeId !== b.typeId || String(a) !== String(b)) return false;
-  const x = a as { bitWidth?: number; mode?: number; typeIds?: ArrayLike<number> };
-  const y = b as { bitWidth?: number; mode?: number; typeIds?: ArrayLike<number> };
-  if (x.bitWidth !== y.bitWidth || x.mode !== y.mode) return false;
-  if (x.typeIds !== y.typeIds && (x.typeIds?.length !== y.typeIds?.length || Array.from(x.typeIds ?? []).some((id, i) => id !== y.typeIds![i]))) return false;
+  const x = a as UnprintedParameters;
+  const y = b as UnprintedParameters;
+  if (x.bitWidth !== y.bitWidth || x.mode !== y.mode || String(x.typeIds) !== String(y.typeIds)) return false;
   const ac = a.children ?? [];
   const bc = b.children ?? [];
   return ac.length === bc.length && ac.every((child, i) => sameField(child, bc[i]!));
+}
+
+/** The parameters arrow-js's toString leaves out (a typed array of type ids prints as "0,1"). */
+interface UnprintedParameters {
+  bitWidth?: number;
+  mode?: number;
+  typeIds?: Int32Array | null;
 }
