@@ -7,9 +7,10 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Field, Int32, makeData, RecordBatch, Schema, Struct } from 'apache-arrow';
 import fc from 'fast-check';
-import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { BufferRecycler } from '../src/memory/buffer-recycler.js';
-import { MemoryPool } from '../src/memory/memory-pool.js';
+import { defaultMemoryPool } from '../src/memory/default-pool.js';
+import { MemoryPool, type MemoryReservation } from '../src/memory/memory-pool.js';
 import { SlabAllocator } from '../src/memory/slab-allocator.js';
 import { ShuffleReader, ShuffleWriter } from '../src/index.js';
 import { createShuffleWriter, type WriterKind } from '../src/writer-kind.js';
@@ -139,6 +140,61 @@ describe('MemoryPool with idle recycled buffers', () => {
     expect(new MemoryPool(10 * MiB, { maxIdleBytes: 0 }).recycler.maxIdleBytes).toBe(0);
   });
 
+  describe('idle buffers are let go once nothing has been reserved for releaseIdleAfterMs', () => {
+    beforeEach(() => void vi.useFakeTimers());
+    afterEach(() => void vi.useRealTimers());
+
+    /** Takes and gives back `count` large buffers through `r`, leaving them idle and r's reservation as it was. */
+    function leaveIdle(r: MemoryReservation, count: number): void {
+      expect(r.tryGrow(count * LARGE)).toBe(true);
+      const arrays = Array.from({ length: count }, () => r.recycler.take(LARGE));
+      for (const array of arrays) r.recycler.give(array);
+      r.shrink(count * LARGE);
+    }
+
+    test('a pool nobody uses any more gives its idle buffers back after the delay, not before', () => {
+      const pool = new MemoryPool(Infinity, { releaseIdleAfterMs: 1000 });
+      leaveIdle(pool.register('task'), 2);
+      vi.advanceTimersByTime(999);
+      expect(pool.idle).toBe(2 * LARGE);
+      vi.advanceTimersByTime(1);
+      expect([pool.idle, pool.held]).toEqual([0, 0]);
+    });
+
+    test('the countdown starts again each time the pool falls idle, and a reservation held when it ends keeps the buffers', () => {
+      const pool = new MemoryPool(Infinity, { releaseIdleAfterMs: 1000 });
+      const task = pool.register('task');
+      leaveIdle(task, 2);
+      vi.advanceTimersByTime(800);
+      leaveIdle(task, 1); // the next task ran and finished: 1000 ms from now
+      vi.advanceTimersByTime(800);
+      expect(pool.idle, 'restarted 800 ms ago').toBe(2 * LARGE);
+      expect(task.tryGrow(10)).toBe(true); // a task running when the countdown ends
+      vi.advanceTimersByTime(1000);
+      expect(pool.idle).toBe(2 * LARGE);
+      task.shrink(10);
+      vi.advanceTimersByTime(1000);
+      expect(pool.idle).toBe(0);
+    });
+
+    test('Infinity keeps them; a negative delay is refused', () => {
+      const pool = new MemoryPool(Infinity, { releaseIdleAfterMs: Infinity });
+      leaveIdle(pool.register('task'), 1);
+      vi.advanceTimersByTime(24 * 3600 * 1000);
+      expect(pool.idle).toBe(LARGE);
+      expect(() => new MemoryPool(Infinity, { releaseIdleAfterMs: -1 })).toThrow(expect.objectContaining({ code: 'CS_INVALID_ARGUMENT' }));
+    });
+
+    test('by default after 2 s', () => {
+      const pool = new MemoryPool();
+      leaveIdle(pool.register('task'), 1);
+      vi.advanceTimersByTime(1999);
+      expect(pool.idle).toBe(LARGE);
+      vi.advanceTimersByTime(1);
+      expect(pool.idle).toBe(0);
+    });
+  });
+
   test('a slab a reclaim trimmed is the next slab again', () => {
     const pool = new MemoryPool();
     const slabs = new SlabAllocator(pool.register('store'), 4 * LARGE);
@@ -183,6 +239,38 @@ describe('writers take their large buffers from the pool', () => {
       expect(second.reused, JSON.stringify(counts)).toBeGreaterThan(second.allocated / 2);
     },
   );
+});
+
+describe('writers created without a pool share the thread\'s default pool', () => {
+  let dir: string;
+  beforeEach(async () => (dir = await makeTempDir('cs-default-pool-')));
+  afterEach(async () => removeDir(dir));
+
+  test.each<WriterKind>(['hash', 'sort'])('%s writer: the second map task reuses the buffers the first gave back, and both outputs are exact', async (kind) => {
+    const pool = defaultMemoryPool();
+    expect(defaultMemoryPool(), 'one pool').toBe(pool);
+    expect(pool.limit).toBe(Infinity);
+    pool.recycler.clear(); // what an earlier test left idle
+    const holder = pool.register('the test'); // the pool is never unused, so its idle buffers stay however slow the machine
+    expect(holder.tryGrow(1)).toBe(true);
+    const reused: number[] = [];
+    try {
+      for (let task = 0; task < 2; task++) {
+        const before = pool.recycler.reused;
+        const input = new MatrixInput({ sources: 3, sourceRows: 4096, batches: 30, label: [100, 300], seed: 11 + task });
+        const prefix = join(dir, `${kind}-${task}`);
+        const writer = await createShuffleWriter(kind, { numPartitions: 8, partitioning: MATRIX_PARTITIONING, outputPrefix: prefix, spillDir: dir, mapId: task });
+        for (const batch of input.batches()) await writer.write(batch);
+        const result = await writer.finish();
+        reused.push(pool.recycler.reused - before);
+        expect(result.peakMemoryBytes, 'its own reservation').toBeGreaterThan(0);
+        expect((await checkOutput(prefix, input, 8)).problems).toEqual([]);
+      }
+    } finally {
+      holder.free();
+    }
+    expect(reused[1], JSON.stringify(reused)).toBeGreaterThan(reused[0]!);
+  });
 });
 
 describe('a cached payload keeps its compressed size, not its arena, when it compressed well', () => {

@@ -49,11 +49,22 @@ export class MemoryPool {
   /** @internal bytes released so far, by anyone (a grow's sign that a round made progress) */
   releasedBytes = 0;
   private readonly reservations = new Set<MemoryReservation>();
+  private readonly releaseIdleAfterMs: number;
+  /** armed while nothing is reserved and the recycler keeps idle buffers */
+  private idleTimer: NodeJS.Timeout | null = null;
 
-  /** `maxIdleBytes`: the most the recycler keeps idle (default: 64 MiB, at most half the limit). */
-  constructor(limit: number = Number.POSITIVE_INFINITY, options: { maxIdleBytes?: number } = {}) {
+  /**
+   * `maxIdleBytes`: the most the recycler keeps idle (default: 64 MiB, at most half the limit).
+   * `releaseIdleAfterMs`: idle buffers are let go once nothing has been reserved for this long
+   * (default 2 s; Infinity keeps them), so a pool no task uses holds no memory: the next task
+   * on a busy pool gets warm buffers, a process that stopped shuffling gets its memory back.
+   */
+  constructor(limit: number = Number.POSITIVE_INFINITY, options: { maxIdleBytes?: number; releaseIdleAfterMs?: number } = {}) {
     if (!(limit > 0)) throw new ShuffleError('CS_INVALID_ARGUMENT', `a memory limit must be a positive number of bytes, got ${String(limit)}`);
+    const releaseIdleAfterMs = options.releaseIdleAfterMs ?? DEFAULT_RELEASE_IDLE_AFTER_MS;
+    if (!(releaseIdleAfterMs >= 0)) throw new ShuffleError('CS_INVALID_ARGUMENT', `releaseIdleAfterMs must be a number of milliseconds >= 0, got ${String(releaseIdleAfterMs)}`);
     this.limit = limit;
+    this.releaseIdleAfterMs = releaseIdleAfterMs;
     const maxIdleBytes = options.maxIdleBytes ?? Math.min(DEFAULT_MAX_IDLE_BYTES, Math.floor(limit / 2));
     this.recycler = new BufferRecycler(maxIdleBytes);
   }
@@ -121,6 +132,24 @@ export class MemoryPool {
   _shrink(bytes: number): void {
     this.reservedBytes -= bytes;
     this.releasedBytes += bytes;
+    if (this.reservedBytes === 0 && this.recycler.bytes > 0) this.releaseIdleLater();
+  }
+
+  /**
+   * (Re)starts the countdown after which idle buffers are let go, unless
+   * something is reserved by then. Unref'd: it never keeps the process alive.
+   */
+  private releaseIdleLater(): void {
+    if (this.releaseIdleAfterMs > MAX_TIMER_MS) return; // Infinity (or longer than a timer can wait): kept
+    if (this.idleTimer !== null) {
+      this.idleTimer.refresh();
+      return;
+    }
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = null;
+      if (this.reservedBytes === 0) this.recycler.clear();
+    }, this.releaseIdleAfterMs);
+    this.idleTimer.unref();
   }
 
   /** @internal whether some consumer is reclaiming right now (memory may free up soon) */
@@ -268,6 +297,10 @@ export class MemoryReservation {
 
 /** The most an unbounded pool's recycler keeps idle. */
 const DEFAULT_MAX_IDLE_BYTES = 64 * 1024 * 1024;
+/** How long a pool with nothing reserved keeps its idle buffers. */
+const DEFAULT_RELEASE_IDLE_AFTER_MS = 2000;
+/** The longest delay setTimeout takes (a longer one fires after 1 ms). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Rounds of asking consumers to free memory before a grow gives up (fewer when a round shows nothing can be). */
 const MAX_RECLAIM_ROUNDS = 8;

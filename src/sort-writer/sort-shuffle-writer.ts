@@ -3,7 +3,8 @@ import { Schema, type RecordBatch } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
 import { codecByName, type Codec, type CodecName } from '../format/codec.js';
 import { assertDirectory, DataFileWriter } from '../format/output-files.js';
-import { MemoryPool, type MemoryReservation, type Reclaimable } from '../memory/memory-pool.js';
+import type { MemoryPool, MemoryReservation, Reclaimable } from '../memory/memory-pool.js';
+import { defaultMemoryPool } from '../memory/default-pool.js';
 import { MERGE_WINDOW_SHARE, mergeBufferBytes, reserveMergeWindows, SpillFile, windowsWanted } from '../spill/spill-file.js';
 import { columnIndex, createPartitioner, type Partitioner } from '../writer/partitioner.js';
 import { PartitionRows } from '../writer/partition-rows.js';
@@ -133,7 +134,7 @@ export class SortShuffleWriter implements Reclaimable {
   private spilledBytes = 0;
 
   private constructor(options: SortShuffleWriterOptions, output: DataFileWriter) {
-    const pool = options.memoryPool ?? new MemoryPool();
+    const pool = options.memoryPool ?? defaultMemoryPool();
     const poolShare = pool.share(options.concurrentTasks ?? 1);
     // a memLimit above the pool's share would size pages the pool cannot give (a 64 MiB memLimit on a 4 MiB pool: 4 MiB pages)
     const share = Math.min(options.memLimit ?? poolShare, poolShare);

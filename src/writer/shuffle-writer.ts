@@ -16,7 +16,8 @@ import {
 } from '../format/ipc-message.js';
 import { assertDirectory, DataFileWriter } from '../format/output-files.js';
 import { BufferRecycler } from '../memory/buffer-recycler.js';
-import { MemoryLimitError, MemoryPool, type MemoryReservation, type Reclaimable } from '../memory/memory-pool.js';
+import { MemoryLimitError, type MemoryPool, type MemoryReservation, type Reclaimable } from '../memory/memory-pool.js';
+import { defaultMemoryPool } from '../memory/default-pool.js';
 import { PayloadStore, type ExtraMessages } from '../spill/payload-store.js';
 import { mergeBufferBytes } from '../spill/spill-file.js';
 import { binarySlackBytes, chunkRows, partitionBufferRows, targetCapacity } from './buffer-sizing.js';
@@ -168,7 +169,7 @@ export class ShuffleWriter implements Reclaimable {
   private readonly allocateArena = (bytes: number): Uint8Array => this.reservation.recycler.take(this.arenaLength(bytes));
 
   private constructor(options: ShuffleWriterOptions, output: DataFileWriter) {
-    const pool = options.memoryPool ?? new MemoryPool();
+    const pool = options.memoryPool ?? defaultMemoryPool();
     const tasks = options.concurrentTasks ?? 1;
     const bounded = Number.isFinite(pool.limit);
     const share = pool.share(tasks);

@@ -55,7 +55,8 @@ export interface ShuffleWriterOptions {
   /**
    * The pool every buffer of this writer is reserved from; several writers may
    * share one. The writer never holds more than the pool grants: under
-   * pressure it spills. Default: a private unbounded pool.
+   * pressure it spills. Default: the thread's shared unbounded pool
+   * (`defaultMemoryPool()`), whose recycler hands one writer's buffers to the next.
    */
   memoryPool?: MemoryPool;
   /** Writers expected to share the pool at once: each sizes its buffers for limit / concurrentTasks (Gluten). Default 1. */
