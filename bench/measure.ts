@@ -102,6 +102,8 @@ export async function measureCase(spec: CaseSpec, input: Input, dir: string, tim
     };
   } else {
     const kind = WRITER_OF[spec.shuffle];
+    // one pool for every write of the case, as map tasks one after another share one: each write gets the buffers the last gave back
+    const pool = spec.memoryLimit === null ? undefined : new MemoryPool(spec.memoryLimit);
     write = async () => {
       const writer = await createShuffleWriter(kind, {
         numPartitions: spec.partitions,
@@ -109,7 +111,7 @@ export async function measureCase(spec: CaseSpec, input: Input, dir: string, tim
         outputPrefix: prefix,
         codec: spec.codec,
         overwrite: true,
-        memoryPool: spec.memoryLimit === null ? undefined : new MemoryPool(spec.memoryLimit),
+        memoryPool: pool,
         spillDir: dir,
       });
       for (const batch of input.batches) await writer.write(batch);

@@ -46,18 +46,22 @@ export async function spillComparison(writer: WriterKind, key: string, batches: 
   const prefix = join(dir, `spill-${writer}`);
   const last = new Map<string, ShuffleWriteResult>();
   const times = new Map<string, number[]>();
-  const write = (name: string, memoryLimit: number | null) => async () => {
-    const mapWriter = await createShuffleWriter(writer, {
-      numPartitions: SPILL_PARTITIONS,
-      partitioning: { kind: 'hash', keys: [key] },
-      outputPrefix: `${prefix}-${name}`,
-      overwrite: true,
-      codec,
-      memoryPool: memoryLimit === null ? undefined : new MemoryPool(memoryLimit),
-      spillDir: dir,
-    });
-    for (const batch of batches) await mapWriter.write(batch);
-    last.set(name, await mapWriter.finish());
+  const write = (name: string, memoryLimit: number | null) => {
+    // one pool for every write of the case (the default pool without a limit), as map tasks one after another share one
+    const pool = memoryLimit === null ? undefined : new MemoryPool(memoryLimit);
+    return async () => {
+      const mapWriter = await createShuffleWriter(writer, {
+        numPartitions: SPILL_PARTITIONS,
+        partitioning: { kind: 'hash', keys: [key] },
+        outputPrefix: `${prefix}-${name}`,
+        overwrite: true,
+        codec,
+        memoryPool: pool,
+        spillDir: dir,
+      });
+      for (const batch of batches) await mapWriter.write(batch);
+      last.set(name, await mapWriter.finish());
+    };
   };
   const cases = [
     { name: 'unlimited', run: write('unlimited', null) },
