@@ -10,7 +10,8 @@ import { MemoryPool } from './memory-pool.js';
  * here). A native engine gets the same from its allocator (Velox's memory
  * allocator, jemalloc): freed memory serves the next task of the process.
  * With a private pool per writer, every task allocated all of its buffers
- * anew: narrow rows at P = 200 wrote about 15 % slower.
+ * anew: narrow rows at P = 200 wrote 1.2x to 1.8x slower (alternating runs;
+ * what fresh pages cost depends on the machine's state).
  *
  * It costs nothing to share: the pool has no limit, so writers never ask
  * each other for memory, and each writer's figures (`peakMemoryBytes`) are its

@@ -120,7 +120,8 @@ export async function probe(config: ProbeConfig): Promise<ProbeReport> {
   try {
     await fullGc();
     const baseline = arrayBuffers();
-    const pool = new MemoryPool(config.limit ?? Number.POSITIVE_INFINITY);
+    // idle buffers stay until the probe clears them, however long the samples take
+    const pool = new MemoryPool(config.limit ?? Number.POSITIVE_INFINITY, { releaseIdleAfterMs: Number.POSITIVE_INFINITY });
     let writer: AnyShuffleWriter | null = await createShuffleWriter(config.writer ?? 'hash', {
       numPartitions: config.partitions,
       partitioning: matrix !== null ? MATRIX_PARTITIONING : { kind: 'hash', keys: ['key'] },
