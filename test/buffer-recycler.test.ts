@@ -134,8 +134,8 @@ describe('MemoryPool with idle recycled buffers', () => {
     expect(reclaims).toBe(0);
   });
 
-  test('the idle limit: 64 MiB, at most half the memory limit, or as given', () => {
-    expect(new MemoryPool().recycler.maxIdleBytes).toBe(64 * MiB);
+  test('the idle limit: 256 MiB, at most half the memory limit, or as given', () => {
+    expect(new MemoryPool().recycler.maxIdleBytes).toBe(256 * MiB);
     expect(new MemoryPool(10 * MiB).recycler.maxIdleBytes).toBe(5 * MiB);
     expect(new MemoryPool(10 * MiB, { maxIdleBytes: 0 }).recycler.maxIdleBytes).toBe(0);
   });
