@@ -45,16 +45,29 @@ describe('BufferRecycler', () => {
     expect(recycler.bytes).toBe(LARGE + 8);
   });
 
-  test('small arrays, views into a larger buffer and arrays past the idle limit are let go', () => {
+  test('small arrays, views into a larger buffer and arrays larger than the idle limit are let go', () => {
     const recycler = new BufferRecycler(2 * LARGE);
     recycler.give(new Uint8Array(LARGE - 8));
     recycler.give(new Uint8Array(2 * LARGE).subarray(0, LARGE));
     recycler.give(new Uint8Array(2 * LARGE).subarray(LARGE));
+    recycler.give(new Uint8Array(2 * LARGE + 8));
     expect(recycler.bytes).toBe(0);
-    recycler.give(new Uint8Array(LARGE));
-    recycler.give(new Uint8Array(LARGE));
-    recycler.give(new Uint8Array(LARGE));
-    expect(recycler.bytes).toBe(2 * LARGE);
+  });
+
+  test('when the idle buffers are full, the lengths given back longest ago make room for the array given now', () => {
+    const recycler = new BufferRecycler(4 * LARGE);
+    const stale = new Uint8Array(2 * LARGE); // a length an earlier kind of task used
+    const [a, b, c] = [1, 2, 3].map(() => new Uint8Array(LARGE)) as [Uint8Array, Uint8Array, Uint8Array];
+    recycler.give(a);
+    recycler.give(stale);
+    recycler.give(b); // LARGE was first given before `stale`, but given again since: it is the newer length
+    recycler.give(c);
+    expect(recycler.bytes, 'stale went, not a').toBe(3 * LARGE);
+    expect(recycler.take(2 * LARGE).buffer).not.toBe(stale.buffer);
+    recycler.give(new Uint8Array(2 * LARGE)); // full again: the oldest of LARGE's list (a) goes
+    expect(recycler.bytes).toBe(4 * LARGE);
+    expect([recycler.take(LARGE).buffer, recycler.take(LARGE).buffer]).toEqual([c.buffer, b.buffer]);
+    expect(recycler.take(LARGE).buffer, 'a went').not.toBe(a.buffer);
   });
 
   test('drop lets the oldest lengths go first, and only what it is asked for', () => {

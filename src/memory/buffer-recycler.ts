@@ -28,7 +28,7 @@ export class BufferRecycler {
   /** Buffers smaller than this are neither kept nor rounded. */
   static readonly MIN_BYTES = 64 * 1024;
 
-  /** idle arrays by length, each list oldest first; a Map iterates lengths in the order they were first given */
+  /** idle arrays by length, each list oldest first; the Map iterates lengths from the one given back longest ago (give re-inserts) */
   private readonly idle = new Map<number, Uint8Array[]>();
   private idleBytes = 0;
   /** takes answered from the idle lists, and takes that allocated */
@@ -73,18 +73,30 @@ export class BufferRecycler {
     return array.fill(0);
   }
 
-  /** Keeps `array` for a later `take` of its length, if it is a whole large buffer and there is room. */
+  /**
+   * Keeps `array` for a later `take` of its length, if it is a whole large
+   * buffer of at most maxIdleBytes. When the idle buffers are full, those of
+   * the lengths given back longest ago go to make room: the buffers just given
+   * back are the ones the next task of the same kind asks for. Keeping the old
+   * ones instead, a pool that had served wide rows and the sort writer kept
+   * 256 MiB of their lengths, and narrow writes after them got fresh memory.
+   */
   give(array: Uint8Array): void {
     const bytes = array.byteLength;
     if (bytes < BufferRecycler.MIN_BYTES || array.byteOffset !== 0 || bytes !== array.buffer.byteLength) return;
-    if (this.idleBytes + bytes > this.maxIdleBytes) return;
-    const list = this.idle.get(bytes);
-    if (list === undefined) this.idle.set(bytes, [array]);
-    else list.push(array);
+    if (bytes > this.maxIdleBytes) return;
+    const list = this.idle.get(bytes) ?? [];
+    this.idle.delete(bytes); // set again below, as the newest length
+    list.push(array);
+    this.idle.set(bytes, list);
     this.idleBytes += bytes;
+    if (this.idleBytes > this.maxIdleBytes) this.drop(this.idleBytes - this.maxIdleBytes);
   }
 
-  /** Lets idle arrays go, oldest lengths first, until `bytes` are released or none is left; returns the bytes released. */
+  /**
+   * Lets idle arrays go, those of the length given back longest ago first (the
+   * oldest of each), until `bytes` are released or none is left; returns the bytes released.
+   */
   drop(bytes: number): number {
     let released = 0;
     for (const [length, list] of this.idle) {
