@@ -26,6 +26,7 @@ import { columnInconsistency } from './validate-column.js';
  */
 export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {}, options: IpcReadOptions = {}): AsyncGenerator<RecordBatch> {
   const maxBufferBytes = options.maxBufferBytes ?? DEFAULT_MAX_BUFFER_BYTES;
+  const borrowed = options.borrowed ?? false;
   const messages = new MessageCursor(bytes, where);
   const first = messages.next();
   if (first === null) return;
@@ -39,7 +40,7 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
 
   const types = schema.fields.map((f) => f.type);
   const load = (raw: RawMessage): Promise<Data[]> => {
-    const loading = loadColumns(raw.header as RecordBatchHeader, raw.body, types, dictionaries, version, messages, raw.start, maxBufferBytes);
+    const loading = loadColumns(raw.header as RecordBatchHeader, raw.body, types, dictionaries, version, messages, raw.start, maxBufferBytes, borrowed);
     loading.catch(() => undefined); // awaited in turn; a failure surfaces there
     return loading;
   };
@@ -88,7 +89,7 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
       const header = next.header as DictionaryBatchHeader;
       const type = schema.dictionaries.get(header.id);
       if (type === undefined) throw messages.corrupt(`dictionary batch for unknown dictionary id ${header.id}`, start);
-      const [data] = await loadColumns(header.data, body, [type], dictionaries, version, messages, start, maxBufferBytes);
+      const [data] = await loadColumns(header.data, body, [type], dictionaries, version, messages, start, maxBufferBytes, borrowed);
       if (data === undefined || data.length !== header.data.length) throw messages.corrupt(`dictionary batch ${header.id} does not hold its ${header.data.length} values`, start);
       const problem = columnInconsistency(data);
       if (problem !== null) throw messages.corrupt(`dictionary ${header.id} is inconsistent: ${problem}`, start);
@@ -203,6 +204,13 @@ export const DEFAULT_MAX_BUFFER_BYTES = 2 ** 31 - 1;
 export interface IpcReadOptions {
   /** Refuse a record batch whose buffers claim more uncompressed bytes than this (default 2 GiB - 1). */
   maxBufferBytes?: number;
+  /**
+   * The stream's bytes are a read buffer the caller reuses once the generator
+   * has finished: the batches then keep no view into them (buffers stored raw
+   * and uncompressed bodies are copied out). Default false: batches view the
+   * bytes wherever a buffer is stored raw.
+   */
+  borrowed?: boolean;
 }
 
 /** The schema of an IPC stream, read from its first message. */
@@ -284,6 +292,7 @@ async function loadColumns(
   messages: MessageCursor,
   messageStart: number,
   maxBufferBytes: number,
+  borrowed: boolean,
 ): Promise<Data[]> {
   for (const region of header.buffers) {
     if (region.offset < 0 || region.length < 0 || region.offset + region.length > body.byteLength) {
@@ -292,9 +301,9 @@ async function loadColumns(
   }
   try {
     if (header.compression === null) {
-      return new VectorLoader(body, header.nodes, header.buffers, dictionaries, version, header.variadicBufferCounts).visitMany(types);
+      return new VectorLoader(borrowed ? body.slice() : body, header.nodes, header.buffers, dictionaries, version, header.variadicBufferCounts).visitMany(types);
     }
-    const buffers = await decompressBody(header, body, messages, messageStart, maxBufferBytes);
+    const buffers = await decompressBody(header, body, messages, messageStart, maxBufferBytes, borrowed);
     return new CompressedVectorLoader(buffers, header.nodes, header.buffers, dictionaries, version, header.variadicBufferCounts).visitMany(types);
   } catch (cause) {
     if (cause instanceof ShuffleError) throw cause;
@@ -305,7 +314,7 @@ async function loadColumns(
 /**
  * Decompresses every buffer of a compressed body, each into an array of its
  * own (8-aligned, as arrow-js views 64-bit values in place); buffers stored
- * raw are views into the body.
+ * raw are views into the body, or copies when the body is `borrowed`.
  * ```text
  * region bytes: int64 LE uncompressedLength | frame    (uncompressedLength >= 0)
  *               int64 LE -1                 | raw bytes
@@ -318,6 +327,7 @@ async function decompressBody(
   messages: MessageCursor,
   messageStart: number,
   maxBufferBytes: number,
+  borrowed: boolean,
 ): Promise<Uint8Array[]> {
   const codec = codecByArrowType(header.compression!.type);
   let total = 0;
@@ -328,7 +338,7 @@ async function decompressBody(
       if (region.length < 8) throw messages.corrupt(`compressed buffer ${index} is shorter than its length prefix`, messageStart);
       const declared = view.getBigInt64(region.offset, true);
       const payload = body.subarray(region.offset + 8, region.offset + region.length);
-      if (declared === -1n) return aligned8(payload);
+      if (declared === -1n) return borrowed ? payload.slice() : aligned8(payload);
       // lengths are checked before anything is allocated: a decompression bomb is refused, not attempted
       total += Number(declared);
       if (declared < 0n || declared > BigInt(maxBufferBytes) || total > maxBufferBytes) {

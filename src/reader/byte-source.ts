@@ -14,6 +14,12 @@ export interface ByteRangeSource {
   size(): Promise<number>;
   /** The bytes [offset, offset + length). */
   read(offset: number, length: number): Promise<Uint8Array>;
+  /**
+   * Optional: the bytes [offset, offset + target.byteLength) into `target`, a
+   * buffer the caller reuses (ShuffleReader's read buffers). Without it, the
+   * caller reads with `read` and copies.
+   */
+  readInto?(offset: number, target: Uint8Array): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -40,6 +46,12 @@ export class LocalFileSource implements ByteRangeSource {
   async read(offset: number, length: number): Promise<Uint8Array> {
     // 8-byte aligned (a fresh ArrayBuffer), so arrow-js reads buffers without copying them
     const bytes = new Uint8Array(length);
+    await this.readInto(offset, bytes);
+    return bytes;
+  }
+
+  async readInto(offset: number, bytes: Uint8Array): Promise<void> {
+    const length = bytes.byteLength;
     let done = 0;
     try {
       while (done < length) {
@@ -56,7 +68,6 @@ export class LocalFileSource implements ByteRangeSource {
         offset: offset + done,
       });
     }
-    return bytes;
   }
 
   async close(): Promise<void> {

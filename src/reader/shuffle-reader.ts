@@ -35,7 +35,11 @@ export interface OpenOptions {
  *
  * A partition is read whole and its CRC32C verified before its first batch is
  * decoded, so a damaged partition never yields a single row; batches are then
- * decompressed asynchronously one after another.
+ * decompressed asynchronously one after another. Partitions are read into
+ * read buffers the reader reuses (when the source has `readInto`): two, as
+ * large as the largest partition read so far, up to 64 MiB each, kept until
+ * close. The batches handed out never view them (the decoders copy out what
+ * is stored raw).
  *
  * Protocol: `await ShuffleReader.open(prefix)` (or `fromSources`), any number
  * of reads (also concurrently), then `close()`.
@@ -46,6 +50,8 @@ export class ShuffleReader {
   readonly checksums: readonly number[] | null;
   /** the partitions of a sort-writer output share their header: its schema is decoded once */
   private readonly rowHeaders = new RowHeaderCache();
+  /** read buffers no read is using: taken for a partition, given back once its batches are decoded */
+  private readonly idleReadBuffers: Uint8Array[] = [];
   private constructor(
     private readonly sources: ShuffleOutputSources,
     offsets: number[],
@@ -153,6 +159,41 @@ export class ShuffleReader {
   async partitionBytes(p: number): Promise<Uint8Array> {
     const length = this.partitionLength(p);
     const bytes = length === 0 ? new Uint8Array(0) : await this.sources.data.read(this.offsets[p]!, length);
+    this.verify(p, bytes);
+    return bytes;
+  }
+
+  /**
+   * Partition p's verified bytes in a read buffer of this reader (null when
+   * the source cannot read into one), to be given back with giveReadBuffer
+   * once nothing views them. Read into fresh memory, a read allocated the
+   * data file's size on top of the batches it decodes (77 MB besides 88 MB
+   * for 2 M narrow rows at P = 200); with the buffers reused it measured
+   * 10-20 % faster, in alternating runs.
+   */
+  private async borrowedBytes(p: number): Promise<Uint8Array | null> {
+    const length = this.partitionLength(p);
+    if (this.sources.data.readInto === undefined || length === 0) return null;
+    let buffer = this.idleReadBuffers.pop();
+    if (buffer === undefined || buffer.byteLength < length) buffer = new Uint8Array(Math.max(length, (buffer?.byteLength ?? 0) * 2));
+    const bytes = buffer.subarray(0, length);
+    try {
+      await this.sources.data.readInto(this.offsets[p]!, bytes);
+      this.verify(p, bytes);
+    } catch (error) {
+      this.giveReadBuffer(bytes);
+      throw error;
+    }
+    return bytes;
+  }
+
+  private giveReadBuffer(bytes: Uint8Array): void {
+    if (this.idleReadBuffers.length < MAX_IDLE_READ_BUFFERS && bytes.buffer.byteLength <= MAX_IDLE_READ_BUFFER_BYTES) {
+      this.idleReadBuffers.push(new Uint8Array(bytes.buffer));
+    }
+  }
+
+  private verify(p: number, bytes: Uint8Array): void {
     const expected = this.checksums?.[p];
     if (expected !== undefined) {
       const actual = crc32cOf([bytes]);
@@ -160,7 +201,6 @@ export class ShuffleReader {
         throw new ShuffleError('CS_CHECKSUM_MISMATCH', `partition bytes have CRC32C ${hex(actual)}, the checksum file says ${hex(expected)}`, this.location(p));
       }
     }
-    return bytes;
   }
 
   /** The record batches of partition p, in the order they were written. */
@@ -180,18 +220,21 @@ export class ShuffleReader {
     let coalescer: BatchCoalescer | null = null;
     let schema: Schema | null = null;
     // the next partition is read (and its checksum verified) while this one is decoded: at most two are held
-    const fetch = (p: number): Promise<Uint8Array> | null => {
+    const fetch = (p: number): Promise<{ bytes: Uint8Array; borrowed: boolean }> | null => {
       if (p >= end) return null;
-      const bytes = this.partitionBytes(p); // an empty partition too: its checksum must be that of nothing
-      bytes.catch(() => undefined); // awaited in turn; a failure surfaces there
-      return bytes;
+      // an empty partition too is verified: its checksum must be that of nothing
+      const fetched = this.borrowedBytes(p).then(async (borrowed) => (borrowed !== null ? { bytes: borrowed, borrowed: true } : { bytes: await this.partitionBytes(p), borrowed: false }));
+      fetched.catch(() => undefined); // awaited in turn; a failure surfaces there
+      return fetched;
     };
     let fetching = fetch(start);
     for (let p = start; p < end; p++) {
-      const bytes = await fetching!;
+      const { bytes, borrowed } = await fetching!;
       fetching = fetch(p + 1);
       if (bytes.byteLength === 0) continue;
-      const batches = isRowPartition(bytes) ? readRowPartition(bytes, this.location(p), this.openOptions, this.rowHeaders) : readIpcStream(bytes, this.location(p), this.openOptions);
+      // the decoders copy what their batches keep out of borrowed bytes (row partitions always do)
+      const options = { ...this.openOptions, borrowed };
+      const batches = isRowPartition(bytes) ? readRowPartition(bytes, this.location(p), options, this.rowHeaders) : readIpcStream(bytes, this.location(p), options);
       for await (const batch of batches) {
         if (schema === null) schema = batch.schema;
         else if (batch.schema !== schema && !sameSchema(schema, batch.schema)) {
@@ -204,6 +247,8 @@ export class ShuffleReader {
         coalescer ??= new BatchCoalescer(batch.schema, target);
         yield* coalescer.push(batch);
       }
+      // only after the last batch: a caller that stops early may leave a decompression reading the bytes
+      if (borrowed) this.giveReadBuffer(bytes);
     }
     const last = coalescer?.finish();
     if (last) yield last;
@@ -223,6 +268,11 @@ export class ShuffleReader {
     return { file: this.sources.data.name, partition: p, offset: this.offsets[p]! };
   }
 }
+
+/** Read buffers a reader keeps for its next partitions: the one being decoded and the one being read ahead. */
+const MAX_IDLE_READ_BUFFERS = 2;
+/** A larger read buffer (a partition this large) is let go after use rather than kept until close. */
+const MAX_IDLE_READ_BUFFER_BYTES = 64 * 1024 * 1024;
 
 function hex(n: number): string {
   return `0x${(n >>> 0).toString(16).padStart(8, '0')}`;
