@@ -4,7 +4,8 @@ export { outputPaths, type OutputPaths } from './format/output-files.js';
 export { readIpcStream, readIpcSchema, DEFAULT_MAX_BUFFER_BYTES, type IpcReadOptions } from './format/ipc-reader.js';
 export { ShuffleWriter } from './writer/shuffle-writer.js';
 export { SortShuffleWriter, type SortShuffleWriterOptions } from './sort-writer/sort-shuffle-writer.js';
-export { createShuffleWriter, WRITER_KINDS, type AnyShuffleWriter, type WriterKind } from './writer-kind.js';
+export { createShuffleWriter, WRITER_CHOICES, WRITER_KINDS, type AnyShuffleWriter, type WriterChoice, type WriterKind } from './writer-kind.js';
+export { AutoShuffleWriter, chooseWriter, MIN_HASH_BUFFER_ROWS, SORT_PARTITIONS_THRESHOLD } from './auto-writer.js';
 export {
   DEFAULT_MAX_BATCH_ROWS,
   DEFAULT_MEM_LIMIT_FLOOR,

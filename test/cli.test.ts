@@ -620,8 +620,20 @@ describe('write --writer sort, and read and inspect of its output', () => {
   test('an unknown --writer is a usage error (exit 2) naming the choices', async () => {
     const run = await cli('write', join(dir, 'input.arrow'), '-p', '2', '-k', 'id', '-o', join(dir, 'never'), '--writer', 'bucket');
     expect(run.code).toBe(2);
-    expect(errorLine(run)).toMatch(/--writer must be one of hash, sort, got 'bucket'/);
+    expect(errorLine(run)).toMatch(/--writer must be one of hash, sort, auto, got 'bucket'/);
     expect(existsSync(join(dir, 'never.index'))).toBe(false);
+  });
+
+  test('--writer auto: the columnar writer with memory to spare, the sort writer when 256 KiB leave 100 partition buffers a few rows each; --json names the one used', async () => {
+    const roomy = json(await cli('write', join(dir, 'input.arrow'), '-p', '6', '-k', 'id', '-o', join(dir, 'auto-roomy'), '--writer', 'auto', '--json'));
+    expect(roomy.writer).toBe('hash');
+    const tight = json(await cli('write', join(dir, 'input.arrow'), '-p', '100', '-k', 'id', '-o', join(dir, 'auto-tight'), '-w', 'auto', '--memory-limit', '256KiB', '--json'));
+    expect(tight.writer).toBe('sort');
+    expect(tight.rows).toBe(INPUT_ROWS);
+    let rows = 0;
+    for (let p = 0; p < 100; p++) rows += tableFromIPC((await cli('read', join(dir, 'auto-tight'), '-P', String(p))).stdoutBytes).numRows;
+    expect(rows).toBe(INPUT_ROWS);
+    expect((await cli('write', join(dir, 'input.arrow'), '-p', '6', '-k', 'id', '-o', join(dir, 'auto-text'), '-w', 'auto')).stdout).toMatch(/columnar hash writer, chosen by auto/);
   });
 
   test('demo --writer sort shuffles, reads back and verifies', async () => {

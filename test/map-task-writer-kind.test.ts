@@ -1,6 +1,6 @@
 /**
- * A map task chooses its writer: `hash` (the default, the columnar writer) or
- * `sort` (the row writer), on the calling thread (MapOutputWriter) and in a
+ * A map task chooses its writer: `hash` (the default, the columnar writer),
+ * `sort` (the row writer) or `auto` (either), on the calling thread (MapOutputWriter) and in a
  * worker (MapTaskPool). Claims: the writer named is the one that writes (its
  * partitions' first bytes say which); both commit the same three files under
  * the id and a MapStatus of the same shape, with the same rows per partition
@@ -222,6 +222,23 @@ describe('in a worker thread (MapTaskPool)', () => {
     } finally {
       await small.close();
     }
+  });
+
+  test('`auto` crosses to the worker: the sort writer when the task\'s 1 MiB leaves 300 partition buffers a few rows each, the hash writer with memory to spare', async () => {
+    const small = new MapTaskPool({ threads: 1, memoryBytes: 1024 * 1024 });
+    try {
+      // narrow rows of ~41 bytes: 1048576 / 41 / 300 = 85, / 4 = 21 rows per buffer, under auto's 32
+      const tight = await small.run(spec(7, { writer: 'auto', numPartitions: 300 }), batches(4, 8192, 14)).status;
+      expect(await writersOf(tight)).toEqual(new Set(['sort']));
+      expect(tight.metrics).toMatchObject({ rows: 4 * 8192, batches: 4 });
+      expect(tight.partitionRows.reduce((a, b) => a + b, 0)).toBe(4 * 8192);
+    } finally {
+      await small.close();
+    }
+    const roomy = await pool.run(spec(8, { writer: 'auto' }), batches(2, 2000, 15)).status;
+    expect(await writersOf(roomy)).toEqual(new Set(['hash']));
+    expect(await readShuffle([roomy])).toEqual(sortedRows(batches(2, 2000, 15)));
+    expect(await files()).toEqual([...committed(7, 0), ...committed(8, 0)].sort());
   });
 
   test('the writer options cross to the worker: an unknown writer and a bad pageBytes fail the task and leave nothing; blockBytes and dictionaryUpdates take effect', async () => {

@@ -11,7 +11,7 @@ Arrow input into partitions (one data file, an index and CRC32C checksums).
 
 Commands:
   write <input> --partitions N --output PREFIX [--key COL,...]
-        [--writer hash|sort]
+        [--writer hash|sort|auto]
                    shuffle an Arrow IPC file or stream into PREFIX.data,
                    PREFIX.index and PREFIX.checksum.CRC32C
   read <prefix> --partition P [--output FILE]
@@ -52,8 +52,10 @@ Options:
   -w, --writer KIND        hash: the columnar writer, partitions are Arrow
                            IPC streams (default); sort: the sort-based row
                            writer (compact rows radix-sorted by partition;
-                           pays off at thousands of partitions). 'read'
-                           reads either
+                           pays off at thousands of partitions); auto: sort
+                           from 4000 partitions, or when the memory limit
+                           leaves the columnar writer's partition buffers
+                           under 32 rows, else hash. 'read' reads either
       --map-id N           map task id, seeds round-robin's start (default: 0)
       --memory-limit SIZE  most memory the writer may hold; beyond it, it
                            spills to disk (default: half the memory of the

@@ -5,7 +5,8 @@ import type { DictionaryUpdates } from '../writer/dictionary-tracker.js';
 import { MemoryPool } from '../memory/memory-pool.js';
 import { defaultMemoryLimit } from '../memory/system-memory.js';
 import { MAX_STAGING_BYTES } from '../writer/input-staging.js';
-import { createShuffleWriter, WRITER_KINDS, type WriterKind } from '../writer-kind.js';
+import { AutoShuffleWriter } from '../auto-writer.js';
+import { createShuffleWriter, WRITER_CHOICES, type WriterChoice, type WriterKind } from '../writer-kind.js';
 import { UNBOUNDED_MEM_LIMIT, type ShuffleWriteResult } from '../writer/writer-options.js';
 import type { Partitioning } from '../writer/partitioner.js';
 import {
@@ -49,7 +50,7 @@ interface WriteArgs {
   outputPrefix: string;
   codec: CodecName;
   dictionaryUpdates: DictionaryUpdates;
-  writer: WriterKind;
+  writer: WriterChoice;
   mapId: number;
   /** bytes the writer may hold, as given; undefined: half the system memory (defaultMemoryLimit) */
   memoryLimit: number | undefined;
@@ -76,7 +77,7 @@ function parse(args: string[]): WriteArgs {
     outputPrefix,
     codec: choiceOption(stringOption(parsed, 'codec'), 'codec', CODEC_NAMES, 'write') ?? 'lz4',
     dictionaryUpdates: choiceOption(stringOption(parsed, 'dictionary-updates'), 'dictionary-updates', DICTIONARY_UPDATES, 'write') ?? 'delta',
-    writer: choiceOption(stringOption(parsed, 'writer'), 'writer', WRITER_KINDS, 'write') ?? 'hash',
+    writer: choiceOption(stringOption(parsed, 'writer'), 'writer', WRITER_CHOICES, 'write') ?? 'hash',
     mapId: integerOption(stringOption(parsed, 'map-id'), 'map-id', 'write', 0) ?? 0,
     memoryLimit: byteSizeOption(stringOption(parsed, 'memory-limit'), 'memory-limit', 'write'),
     spillDir: spillDirOption(stringOption(parsed, 'spill-dir')),
@@ -93,6 +94,7 @@ export async function writeCommand(args: string[], ctx: CliContext): Promise<num
   const memoryLimit = options.memoryLimit ?? defaultMemoryLimit(ctx.systemMemory);
   const progress = createProgress(ctx.stderr, 'write');
   let result: ShuffleWriteResult;
+  let used: WriterKind;
   try {
     const writer = await createShuffleWriter(options.writer, {
       numPartitions: options.numPartitions,
@@ -124,6 +126,7 @@ export async function writeCommand(args: string[], ctx: CliContext): Promise<num
       throwIfInterrupted(ctx.signal);
       progress.update(null, `${count(rows)} rows: writing ${count(options.numPartitions)} partitions`, true);
       result = await writer.finish();
+      used = writer instanceof AutoShuffleWriter ? writer.kind : (options.writer as WriterKind);
     } catch (error) {
       await writer.abort();
       throw error;
@@ -132,11 +135,11 @@ export async function writeCommand(args: string[], ctx: CliContext): Promise<num
     progress.done();
     await input.close();
   }
-  report(ctx, options, memoryLimit, input.format, result, performance.now() - started);
+  report(ctx, options, used, memoryLimit, input.format, result, performance.now() - started);
   return EXIT_OK;
 }
 
-function report(ctx: CliContext, options: WriteArgs, memoryLimit: number, format: InputFormat, result: ShuffleWriteResult, elapsedMs: number): void {
+function report(ctx: CliContext, options: WriteArgs, used: WriterKind, memoryLimit: number, format: InputFormat, result: ShuffleWriteResult, elapsedMs: number): void {
   if (options.json) {
     writeJson(ctx.stdout, {
       input: options.input,
@@ -146,7 +149,7 @@ function report(ctx: CliContext, options: WriteArgs, memoryLimit: number, format
       partitions: result.numPartitions,
       partitioning: options.partitioning,
       codec: options.codec,
-      writer: options.writer,
+      writer: used,
       bytesWritten: result.bytesWritten,
       output: result.paths,
       partitionLengths: result.partitionLengths,
@@ -166,7 +169,7 @@ function report(ctx: CliContext, options: WriteArgs, memoryLimit: number, format
   const max = nonEmpty.reduce((a, b) => Math.max(a, b), 0);
   const how = options.partitioning.kind === 'hash' ? `hash(${options.partitioning.keys.join(', ')})` : options.partitioning.kind;
   writeLine(ctx.stdout, `wrote ${count(result.rows)} rows (${plural(result.batches, 'input batch', 'input batches')}, Arrow ${format}) into ${count(result.numPartitions)} partitions by ${how}`);
-  writeLine(ctx.stdout, `  ${result.paths.data}  ${bytes(result.bytesWritten)} (${options.codec}, ${options.writer === 'hash' ? 'columnar hash writer' : 'sort writer: rows'})`);
+  writeLine(ctx.stdout, `  ${result.paths.data}  ${bytes(result.bytesWritten)} (${options.codec}, ${used === 'hash' ? 'columnar hash writer' : 'sort writer: rows'}${options.writer === 'auto' ? ', chosen by auto' : ''})`);
   writeLine(ctx.stdout, `  ${result.paths.index}`);
   writeLine(ctx.stdout, `  ${result.paths.checksum}`);
   writeLine(

@@ -4,7 +4,7 @@ import type { RecordBatch } from 'apache-arrow';
 import { ioError } from '../errors.js';
 import { assertDirectory } from '../format/output-files.js';
 import type { SortShuffleWriterOptions } from '../sort-writer/sort-shuffle-writer.js';
-import { assertWriterKind, createShuffleWriter, type AnyShuffleWriter, type WriterKind } from '../writer-kind.js';
+import { assertWriterChoice, createShuffleWriter, type AnyShuffleWriter, type WriterChoice } from '../writer-kind.js';
 import { assertMapOutputId, mapOutputPrefix, mapOutputSpillDir, type MapOutputId } from './map-output-id.js';
 import type { MapStatus } from './map-status.js';
 import { removeSpillDir } from './shuffle-files.js';
@@ -12,11 +12,12 @@ import { removeSpillDir } from './shuffle-files.js';
 export interface MapOutputWriterOptions extends Omit<SortShuffleWriterOptions, 'outputPrefix' | 'mapId' | 'overwrite' | 'spillDir'> {
   /**
    * The writer of the output (default `hash`, the columnar ShuffleWriter; `sort`, the
-   * SortShuffleWriter, for many partitions). Both commit the same files, ShuffleReader and
+   * SortShuffleWriter, for many partitions; `auto`, the one that suits the partition count and
+   * memory: AutoShuffleWriter). Both commit the same files, ShuffleReader and
    * ReduceReader read either, and the MapStatus has the same shape. `pageBytes` and
    * `blockBytes` size the sort writer only; the hash writer's sizing options are ignored by it.
    */
-  writer?: WriterKind;
+  writer?: WriterChoice;
   /** The shuffle directory (it must exist): the output is `<dir>/shuffle_<shuffle>_<map>_<attempt>.data`, `.index`, `.checksum.CRC32C`. */
   dir: string;
   /** Shuffle id, map id (also the round-robin seed) and attempt number. */
@@ -54,7 +55,7 @@ export class MapOutputWriter {
     const started = performance.now();
     assertMapOutputId(options.id);
     const kind = options.writer ?? 'hash';
-    assertWriterKind(kind); // before anything is created
+    assertWriterChoice(kind); // before anything is created
     await assertDirectory(options.dir);
     const { dir, id, spillRoot, writer: _, ...writerOptions } = options;
     const prefix = mapOutputPrefix(dir, id);

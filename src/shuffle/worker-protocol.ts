@@ -3,7 +3,7 @@ import type { SerializedError } from '../errors.js';
 import type { CodecName } from '../format/codec.js';
 import type { DictionaryUpdates } from '../writer/dictionary-tracker.js';
 import type { Partitioning } from '../writer/partitioner.js';
-import type { WriterKind } from '../writer-kind.js';
+import type { WriterChoice } from '../writer-kind.js';
 import type { TransferableBatch } from './batch-transfer.js';
 import type { MapOutputId } from './map-output-id.js';
 import type { MapStatus } from './map-status.js';
@@ -41,8 +41,8 @@ export interface MapTaskWriterSpec {
   dir: string;
   id: MapOutputId;
   spillRoot?: string;
-  /** `hash` (default, the columnar writer) or `sort` (the row writer); the status has the same shape. */
-  writer?: WriterKind;
+  /** `hash` (default, the columnar writer), `sort` (the row writer) or `auto` (either); the status has the same shape. */
+  writer?: WriterChoice;
   numPartitions: number;
   partitioning: Partitioning;
   codec?: CodecName;

@@ -269,6 +269,21 @@ export class ShuffleWriter implements Reclaimable {
     }
   }
 
+  /**
+   * The rows each partition buffer would be sized for, given rows as wide as
+   * this batch's (buffer-sizing.ts): also the most rows a payload holds
+   * before the payload merger. Binds the schema when no batch has come yet;
+   * nothing is written. AutoShuffleWriter asks it before the first write.
+   */
+  async bufferRowsFor(batch: RecordBatch): Promise<number> {
+    await this.assertUsable('size buffers for');
+    if (this.inputSchema === null) this.bindSchema(batch.schema);
+    else if (!sameSchema(this.inputSchema, batch.schema)) {
+      throw new ShuffleError('CS_SCHEMA_MISMATCH', `batch has schema ${describe(batch.schema)}, expected ${describe(this.inputSchema)}`);
+    }
+    return batch.numRows === 0 ? this.options.maxBatchRows : this.estimateRows(batch);
+  }
+
   /** Flushes every partition buffer, merges spilled and cached payloads into the data file, writes the index and checksums and commits. */
   async finish(): Promise<ShuffleWriteResult> {
     await this.assertUsable('finish');

@@ -1,0 +1,114 @@
+import type { RecordBatch, Schema } from 'apache-arrow';
+import { SortShuffleWriter, type SortShuffleWriterOptions } from './sort-writer/sort-shuffle-writer.js';
+import { ShuffleWriter } from './writer/shuffle-writer.js';
+import type { ShuffleWriteResult } from './writer/writer-options.js';
+import type { AnyShuffleWriter, WriterKind } from './writer-kind.js';
+
+/**
+ * From this many partitions on, `auto` picks the sort writer at once: Gluten's
+ * spark.gluten.sql.columnar.shuffle.sort.partitions.threshold. Here the sort
+ * writer overtakes the columnar one end to end at about 1,750-2,650 partitions
+ * on narrow and nested rows (bench/RESULTS.md); Gluten's figure is kept as the
+ * conservative choice.
+ */
+export const SORT_PARTITIONS_THRESHOLD = 4000;
+
+/**
+ * `auto` picks the sort writer when the columnar writer's partition buffers
+ * would hold fewer rows than this: every payload would be that small, stored
+ * uncompressed (under compressionMinRows) behind an IPC header of its own.
+ * Under the benchmark's tight limit (1/32 of the input) the buffers held 78
+ * narrow rows, 38 nested and 19 wide at P = 200, and 15, 7 and 3 at P = 1000.
+ * In three runs the sort writer was 2x to 5x faster end to end in every case
+ * under 32 rows (wide at P = 200: 0.26-0.28 against 0.12-0.13 M rows/s, with
+ * 42 MB written against 108); at 38 and 78 rows the two were within 25 % of
+ * each other, the columnar writer ahead on narrow rows in all three.
+ */
+export const MIN_HASH_BUFFER_ROWS = 32;
+
+/**
+ * Which writer `auto` picks for `numPartitions`, when the columnar writer
+ * would size its partition buffers for `bufferRows` rows (null: not known
+ * yet, no batch has come).
+ *
+ * ```text
+ * P = 4000, any rows                 -> sort   (Gluten's threshold)
+ * P = 200, buffers of 19 rows        -> sort   (wide rows, a 2.4 MiB limit)
+ * P = 200, buffers of 78 rows        -> hash   (narrow rows, a 2.6 MiB limit)
+ * P = 200, no batch yet              -> hash
+ * ```
+ */
+export function chooseWriter(numPartitions: number, bufferRows: number | null): WriterKind {
+  if (numPartitions >= SORT_PARTITIONS_THRESHOLD) return 'sort';
+  return bufferRows !== null && bufferRows < MIN_HASH_BUFFER_ROWS ? 'sort' : 'hash';
+}
+
+/**
+ * The writer `createShuffleWriter('auto', ...)` makes: the sort writer from
+ * SORT_PARTITIONS_THRESHOLD partitions on, otherwise a columnar writer that,
+ * at the first batch with rows, asks itself how many rows its partition
+ * buffers would hold (the sizing formula, with that batch's bytes per row and
+ * the memory it has) and hands over to a new sort writer when they would be
+ * fewer than MIN_HASH_BUFFER_ROWS. The columnar writer has written nothing at
+ * that point; its abort removes its temporary file. Both writers commit the
+ * same files and ShuffleReader reads either; `kind` says which one wrote.
+ *
+ * Protocol: AnyShuffleWriter's. A failed first write aborts, as the writers' own do.
+ */
+export class AutoShuffleWriter implements AnyShuffleWriter {
+  private decided: boolean;
+  /** batches without rows the columnar writer took before the choice (a sort writer taking over counts them) */
+  private emptyBatches = 0;
+
+  private constructor(
+    private readonly options: SortShuffleWriterOptions,
+    private writer: AnyShuffleWriter,
+    private chosen: WriterKind,
+  ) {
+    this.decided = chosen === 'sort';
+  }
+
+  static async create(options: SortShuffleWriterOptions): Promise<AutoShuffleWriter> {
+    const kind = chooseWriter(options.numPartitions, null);
+    const writer = kind === 'sort' ? await SortShuffleWriter.create(options) : await ShuffleWriter.create(options);
+    return new AutoShuffleWriter(options, writer, kind);
+  }
+
+  /** The writer in use: `hash` until the first batch with rows may have chosen `sort`. */
+  get kind(): WriterKind {
+    return this.chosen;
+  }
+
+  get schema(): Schema | null {
+    return this.writer.schema;
+  }
+
+  async write(batch: RecordBatch): Promise<void> {
+    if (!this.decided && batch.numRows > 0) {
+      this.decided = true;
+      const columnar = this.writer as ShuffleWriter;
+      try {
+        if (chooseWriter(this.options.numPartitions, await columnar.bufferRowsFor(batch)) === 'sort') {
+          await columnar.abort();
+          this.writer = await SortShuffleWriter.create(this.options);
+          this.chosen = 'sort';
+        }
+      } catch (error) {
+        await this.writer.abort();
+        throw error;
+      }
+    } else if (!this.decided) {
+      this.emptyBatches++;
+    }
+    await this.writer.write(batch);
+  }
+
+  async finish(): Promise<ShuffleWriteResult> {
+    const result = await this.writer.finish();
+    return this.chosen === 'sort' && this.emptyBatches > 0 ? { ...result, batches: result.batches + this.emptyBatches } : result;
+  }
+
+  abort(): Promise<void> {
+    return this.writer.abort();
+  }
+}

@@ -1,0 +1,133 @@
+import { join } from 'node:path';
+import { Field, Int32, makeData, makeVector, RecordBatch, Schema, Struct, Utf8, vectorFromArray } from 'apache-arrow';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import {
+  AutoShuffleWriter,
+  chooseWriter,
+  createShuffleWriter,
+  MemoryPool,
+  MIN_HASH_BUFFER_ROWS,
+  ShuffleError,
+  ShuffleReader,
+  SORT_PARTITIONS_THRESHOLD,
+} from '../src/index.js';
+import { isRowPartition } from '../src/sort-writer/row-format.js';
+import { listFiles, makeTempDir, removeDir } from './support/temp-dir.js';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await makeTempDir();
+});
+afterEach(async () => removeDir(dir));
+
+const SCHEMA = new Schema([new Field('id', new Int32(), false), new Field('s', new Utf8(), false)]);
+
+/** Rows [start, start + n): an id and a 40-character string, about 48 bytes a row. */
+function batch(start: number, n: number): RecordBatch {
+  const id = makeVector(Int32Array.from({ length: n }, (_, i) => start + i)).data[0]!;
+  const s = vectorFromArray(Array.from({ length: n }, (_, i) => `row ${start + i}`.padEnd(40, '.')), new Utf8()).data[0]!;
+  return new RecordBatch(SCHEMA, makeData({ type: new Struct(SCHEMA.fields), length: n, nullCount: 0, children: [id, s] }));
+}
+
+/** Every id the output holds, sorted, and whether its non-empty partitions are sort-writer row partitions. */
+async function readBack(prefix: string): Promise<{ ids: number[]; rowPartitions: boolean[] }> {
+  const reader = await ShuffleReader.open(prefix);
+  const ids: number[] = [];
+  const rowPartitions: boolean[] = [];
+  for (let p = 0; p < reader.numPartitions; p++) {
+    if (reader.partitionLength(p) > 0) rowPartitions.push(isRowPartition(await reader.partitionBytes(p)));
+  }
+  for await (const b of reader.readPartitions(0, reader.numPartitions)) for (const row of b) ids.push(row!.id as number);
+  await reader.close();
+  return { ids: ids.sort((a, b) => a - b), rowPartitions };
+}
+
+describe('chooseWriter', () => {
+  test('sort from the partition threshold on (Gluten: 4000), whatever the buffers', () => {
+    expect(SORT_PARTITIONS_THRESHOLD).toBe(4000);
+    expect(chooseWriter(4000, null)).toBe('sort');
+    expect(chooseWriter(10_000, 4096)).toBe('sort');
+    expect(chooseWriter(3999, 4096)).toBe('hash');
+  });
+
+  test(`below it, sort when the columnar writer's buffers would hold fewer than ${MIN_HASH_BUFFER_ROWS} rows`, () => {
+    expect(chooseWriter(200, 19)).toBe('sort'); // wide rows under the benchmark's tight limit
+    expect(chooseWriter(200, 31)).toBe('sort');
+    expect(chooseWriter(200, 32)).toBe('hash');
+    expect(chooseWriter(200, 78)).toBe('hash'); // narrow rows under the same limit
+    expect(chooseWriter(200, null)).toBe('hash'); // no batch yet
+  });
+});
+
+describe("createShuffleWriter('auto', ...)", () => {
+  test('with memory to spare at P = 200 it stays the columnar writer, and the output reads back whole', async () => {
+    const prefix = join(dir, 'out');
+    const writer = await createShuffleWriter('auto', { numPartitions: 200, partitioning: { kind: 'hash', keys: ['id'] }, outputPrefix: prefix });
+    expect(writer).toBeInstanceOf(AutoShuffleWriter);
+    await writer.write(batch(0, 5000));
+    await writer.write(batch(5000, 3000));
+    const result = await writer.finish();
+    expect((writer as AutoShuffleWriter).kind).toBe('hash');
+    expect(result.rows).toBe(8000);
+    const { ids, rowPartitions } = await readBack(prefix);
+    expect(ids).toEqual(Array.from({ length: 8000 }, (_, i) => i));
+    expect(rowPartitions.every((isRows) => !isRows)).toBe(true);
+  });
+
+  test('at the partition threshold it is the sort writer from the start', async () => {
+    const prefix = join(dir, 'out');
+    const writer = await createShuffleWriter('auto', { numPartitions: SORT_PARTITIONS_THRESHOLD, partitioning: { kind: 'round-robin' }, outputPrefix: prefix });
+    expect((writer as AutoShuffleWriter).kind).toBe('sort');
+    await writer.write(batch(0, 6000));
+    await writer.finish();
+    const { ids, rowPartitions } = await readBack(prefix);
+    expect(ids).toEqual(Array.from({ length: 6000 }, (_, i) => i));
+    expect(rowPartitions.length).toBeGreaterThan(0);
+    expect(rowPartitions.every((isRows) => isRows)).toBe(true);
+  });
+
+  test('when the pool leaves the columnar buffers a few rows each, the first batch hands over to the sort writer: no row lost, no temporary file left', async () => {
+    // 1 MiB, rows of ~48 bytes, 300 partitions: 1048576 / 48 / 300 = 72, / 4 = 18 rows per buffer
+    const prefix = join(dir, 'out');
+    const pool = new MemoryPool(1024 * 1024);
+    const writer = (await createShuffleWriter('auto', { numPartitions: 300, partitioning: { kind: 'hash', keys: ['id'] }, outputPrefix: prefix, memoryPool: pool, spillDir: dir })) as AutoShuffleWriter;
+    expect(writer.kind).toBe('hash');
+    await writer.write(batch(0, 0)); // an empty batch first: counted, though the columnar writer took it
+    await writer.write(batch(0, 20_000));
+    expect(writer.kind).toBe('sort');
+    expect(writer.schema?.fields.map((f) => f.name)).toEqual(['id', 's']);
+    await writer.write(batch(20_000, 20_000));
+    const result = await writer.finish();
+    expect(result).toMatchObject({ rows: 40_000, batches: 3 });
+    expect(result.peakMemoryBytes).toBeLessThanOrEqual(1024 * 1024);
+    expect(pool.reserved).toBe(0);
+    const { ids, rowPartitions } = await readBack(prefix);
+    expect(ids).toEqual(Array.from({ length: 40_000 }, (_, i) => i));
+    expect(rowPartitions.every((isRows) => isRows)).toBe(true);
+    expect((await listFiles(dir)).sort()).toEqual(['out.checksum.CRC32C', 'out.data', 'out.index']);
+  });
+
+  test('the same memory with 8 partitions leaves the buffers hundreds of rows: the columnar writer keeps the output', async () => {
+    const prefix = join(dir, 'out');
+    const writer = (await createShuffleWriter('auto', { numPartitions: 8, partitioning: { kind: 'hash', keys: ['id'] }, outputPrefix: prefix, memoryPool: new MemoryPool(1024 * 1024), spillDir: dir })) as AutoShuffleWriter;
+    await writer.write(batch(0, 20_000));
+    expect(writer.kind).toBe('hash');
+    await writer.finish();
+    expect((await readBack(prefix)).ids).toHaveLength(20_000);
+  });
+
+  test('a first batch the columnar writer refuses (no such key column) is that error, and nothing is left behind', async () => {
+    const prefix = join(dir, 'out');
+    const writer = await createShuffleWriter('auto', { numPartitions: 200, partitioning: { kind: 'hash', keys: ['nope'] }, outputPrefix: prefix });
+    const error = await writer.write(batch(0, 100)).then(() => null, (e: unknown) => e);
+    expect(error).toBeInstanceOf(ShuffleError);
+    expect((error as ShuffleError).code).toBe('CS_UNKNOWN_COLUMN');
+    expect(await listFiles(dir)).toEqual([]);
+  });
+
+  test('an unknown writer is CS_INVALID_ARGUMENT naming the choices', async () => {
+    const error = await createShuffleWriter('bucket' as 'auto', { numPartitions: 2, partitioning: { kind: 'single' }, outputPrefix: join(dir, 'out') }).then(() => null, (e: unknown) => e);
+    expect((error as ShuffleError).code).toBe('CS_INVALID_ARGUMENT');
+    expect((error as ShuffleError).message).toMatch(/expected one of hash, sort, auto/);
+  });
+});
