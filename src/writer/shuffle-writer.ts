@@ -239,14 +239,7 @@ export class ShuffleWriter implements Reclaimable {
    */
   async write(batch: RecordBatch): Promise<void> {
     await this.assertUsable('write');
-    if (this.inputSchema === null) this.bindSchema(batch.schema);
-    else if (batch.schema !== this.lastCheckedSchema) {
-      // comparing schemas is slow; producers usually hand over the same Schema object every time
-      if (!sameSchema(this.inputSchema, batch.schema)) {
-        throw new ShuffleError('CS_SCHEMA_MISMATCH', `batch ${this.totalBatches} has schema ${describe(batch.schema)}, expected ${describe(this.inputSchema)}`);
-      }
-      this.lastCheckedSchema = batch.schema;
-    }
+    this.bindOrCheckSchema(batch);
     try {
       await this.registerDictionaries(batch);
       if (batch.numRows > 0) {
@@ -277,11 +270,20 @@ export class ShuffleWriter implements Reclaimable {
    */
   async bufferRowsFor(batch: RecordBatch): Promise<number> {
     await this.assertUsable('size buffers for');
-    if (this.inputSchema === null) this.bindSchema(batch.schema);
-    else if (!sameSchema(this.inputSchema, batch.schema)) {
-      throw new ShuffleError('CS_SCHEMA_MISMATCH', `batch has schema ${describe(batch.schema)}, expected ${describe(this.inputSchema)}`);
-    }
+    this.bindOrCheckSchema(batch);
     return batch.numRows === 0 ? this.options.maxBatchRows : this.estimateRows(batch);
+  }
+
+  /** Binds the first batch's schema; CS_SCHEMA_MISMATCH for a later batch of another schema. */
+  private bindOrCheckSchema(batch: RecordBatch): void {
+    if (this.inputSchema === null) this.bindSchema(batch.schema);
+    else if (batch.schema !== this.lastCheckedSchema) {
+      // comparing schemas is slow; producers usually hand over the same Schema object every time
+      if (!sameSchema(this.inputSchema, batch.schema)) {
+        throw new ShuffleError('CS_SCHEMA_MISMATCH', `batch ${this.totalBatches} has schema ${describe(batch.schema)}, expected ${describe(this.inputSchema)}`);
+      }
+      this.lastCheckedSchema = batch.schema;
+    }
   }
 
   /** Flushes every partition buffer, merges spilled and cached payloads into the data file, writes the index and checksums and commits. */
