@@ -7,13 +7,13 @@ import { codecByName } from '../src/format/codec.js';
 import { STORE_RAW } from '../src/format/compression-advisor.js';
 import { encodeRawPayload, encodeRecordBatchHeader, encodeRecordBatchMessage, encodeRecordBatchPayload, rawPayloadBytes } from '../src/format/ipc-message.js';
 
-/** The hand-laid record-batch header decodes, through arrow-js's flatbuffer reader, to what was encoded. */
+/** The hand-laid record-batch header decodes, through arrow-js's flatbuffer reader, to what was encoded (view nodes: their variadicBufferCounts too). */
 test('encodeRecordBatchHeader round-trips through Message.decode', () => {
   const size = fc.oneof(fc.nat(300), fc.integer({ min: 0, max: 2 ** 40 }));
   fc.assert(
     fc.property(
       size,
-      fc.array(fc.record({ length: size, nullCount: size }), { maxLength: 20 }),
+      fc.array(fc.record({ length: size, nullCount: size, variadicBuffers: fc.nat(2 ** 40) }, { requiredKeys: ['length', 'nullCount'] }), { maxLength: 20 }),
       fc.array(fc.tuple(size, size), { maxLength: 40 }),
       fc.constantFrom(null, CompressionType.LZ4_FRAME, CompressionType.ZSTD),
       size,
@@ -30,8 +30,9 @@ test('encodeRecordBatchHeader round-trips through Message.decode', () => {
         expect(message.bodyLength).toBe(bodyLength);
         const header = message.header() as RecordBatchHeader;
         expect(header.length).toBe(rows);
-        expect(header.nodes.map((n) => ({ length: n.length, nullCount: n.nullCount }))).toEqual(nodes);
+        expect(header.nodes.map((n) => ({ length: n.length, nullCount: n.nullCount }))).toEqual(nodes.map(({ length, nullCount }) => ({ length, nullCount })));
         expect(header.buffers.map((b) => [b.offset, b.length])).toEqual(regions);
+        expect(header.variadicBufferCounts).toEqual(nodes.flatMap((n) => (n.variadicBuffers === undefined ? [] : [n.variadicBuffers])));
         if (compression === null) expect(header.compression).toBeNull();
         else expect(header.compression?.type).toBe(compression);
       },
@@ -72,7 +73,7 @@ test('encodeRawPayload writes the bytes of encodeRecordBatchMessage storing ever
         const fresh = encodeRawPayload(7, nodes, buffers, codec);
         expect(fresh.byteLength).toBe(expected.byteLength);
         expect(Buffer.concat(fresh.chunks)).toEqual(expected);
-        const target = new Uint8Array(rawPayloadBytes(nodes.length, buffers, codec) + 16).subarray(8, 8 + rawPayloadBytes(nodes.length, buffers, codec));
+        const target = new Uint8Array(rawPayloadBytes(nodes, buffers, codec) + 16).subarray(8, 8 + rawPayloadBytes(nodes, buffers, codec));
         const given = encodeRawPayload(7, nodes, buffers, codec, target);
         expect(given.chunks).toEqual([target]);
         expect(Buffer.from(target)).toEqual(expected);

@@ -48,8 +48,11 @@ import {
   Utf8View,
   makeData,
   vectorFromArray,
+  Vector,
 } from 'apache-arrow';
 import { ShuffleError } from '../src/errors.js';
+import { buildColumn } from './support/columns.js';
+import { Rng } from './support/random.js';
 import {
   SPARK_HASH_SEED,
   assertHashable,
@@ -617,10 +620,8 @@ describe('assertHashable', () => {
     expect(err2.code).toBe('CS_UNSUPPORTED_KEY_TYPE');
   });
 
-  it('rejects the other types Spark cannot hash here (views, nested, day-time intervals)', () => {
+  it('rejects the other types Spark cannot hash here (nested, day-time intervals)', () => {
     const rejected: DataType[] = [
-      new Utf8View(),
-      new BinaryView(),
       new Struct([new Field('a', new Int32(), true)]),
       new Map_<Utf8, Int32>(
         new Field('entries', new Struct<{ key: Utf8; value: Int32 }>([new Field('key', new Utf8(), false), new Field('value', new Int32(), true)]), false),
@@ -638,8 +639,34 @@ describe('assertHashable', () => {
       new DateDay(), new DateMillisecond(), new TimeSecond(), new TimeMillisecond(), new TimeMicrosecond(), new TimeNanosecond(),
       new TimestampSecond(), new TimestampMillisecond(), new TimestampMicrosecond('UTC'), new TimestampNanosecond(),
       new DurationSecond(), new DurationMillisecond(), new DurationMicrosecond(), new DurationNanosecond(), new IntervalYearMonth(),
-      new Utf8(), new LargeUtf8(), new Binary(), new LargeBinary(), new FixedSizeBinary(16),
+      new Utf8(), new LargeUtf8(), new Binary(), new LargeBinary(), new FixedSizeBinary(16), new Utf8View(), new BinaryView(),
     ];
     for (const type of accepted) expect(() => assertHashable(type, 'c')).not.toThrow();
   });
+
+  it('hashes a Utf8View or BinaryView column exactly as Utf8 or Binary of the same values (inline, long, null, sliced)', () => {
+    const rng = new Rng(77);
+    for (const [viewType, flatType] of [[new Utf8View(), new Utf8()], [new BinaryView(), new Binary()]] as const) {
+      const views = buildColumn(viewType, 300, { bitmap: true, nullRate: 0.2 }, rng).slice(11, 250);
+      const flat = flatTwinOf(views, flatType);
+      const viewHashes = new Int32Array(views.length).fill(42);
+      const flatHashes = new Int32Array(views.length).fill(42);
+      hashColumnInto(views, viewHashes, 'v');
+      hashColumnInto(flat, flatHashes, 'f');
+      expect([...viewHashes]).toEqual([...flatHashes]);
+    }
+  });
 });
+
+/** A Utf8 or Binary column of a view column's values (vector.get reads the views the arrow-js way). */
+function flatTwinOf(views: Data, type: Utf8 | Binary): Data {
+  const values = new Vector([views]).toArray() as (string | Uint8Array | null)[];
+  const bytes = values.map((v) => (v === null ? new Uint8Array(0) : typeof v === 'string' ? new TextEncoder().encode(v) : v));
+  const offsets = new Int32Array(values.length + 1);
+  bytes.forEach((b, i) => (offsets[i + 1] = offsets[i]! + b.byteLength));
+  const data = new Uint8Array(offsets[values.length]!);
+  bytes.forEach((b, i) => data.set(b, offsets[i]!));
+  const nullBitmap = new Uint8Array((values.length + 7) >>> 3);
+  values.forEach((v, i) => v !== null && (nullBitmap[i >>> 3]! |= 1 << (i & 7)));
+  return makeData({ type, length: values.length, nullCount: values.filter((v) => v === null).length, nullBitmap, valueOffsets: offsets, data } as never) as Data;
+}

@@ -19,7 +19,7 @@ import { describe, test } from 'vitest';
 import { MemoryPool } from '../src/memory/memory-pool.js';
 import { ShuffleReader } from '../src/reader/shuffle-reader.js';
 import type { Partitioning } from '../src/writer/partitioner.js';
-import { buildColumn } from './support/columns.js';
+import { buildColumn, containsView } from './support/columns.js';
 import { buildAny, randomType, type DictionaryContext } from './support/nested.js';
 import { Rng } from './support/random.js';
 import { collect, firstDifference, makeTempDir, readWithArrowJs, removeDir, runShuffle } from './support/shuffle-harness.js';
@@ -88,7 +88,8 @@ function build(c: NestedCase): { batches: RecordBatch[]; partitioning: Partition
     const begin = b.sliceA % (b.rows + 1);
     const end = begin + (b.sliceB % (b.rows - begin + 1));
     if (b.form === 'sliced') return batch.slice(begin, end);
-    if (b.form === 'ipc' && b.rows > 0) return tableFromIPC(tableToIPC([batch] as never, 'stream')).batches[0] ?? batch;
+    // arrow-js's IPC writer cannot take view columns under lists (containsView)
+    if (b.form === 'ipc' && b.rows > 0 && !fields.some((f) => containsView(f.type))) return tableFromIPC(tableToIPC([batch] as never, 'stream')).batches[0] ?? batch;
     return batch;
   });
   const partitioning: Partitioning = c.key === 'round-robin' ? { kind: 'round-robin' } : c.key === 'single' ? { kind: 'single' } : { kind: 'hash', keys: ['key'] };

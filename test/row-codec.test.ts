@@ -221,17 +221,11 @@ describe('nested and dictionary columns decode back to the same rows', () => {
     }
   });
 
-  test('views stay refused like the columnar writer refuses them, naming the nested column', () => {
-    let error: unknown;
-    try {
-      rowLayoutOf([new Field('ok', new Int32()), new Field('tags', new List(new Field('item', new Utf8View(), true)))]);
-    } catch (e) {
-      error = e;
-    }
-    expect(error).toBeInstanceOf(ShuffleError);
-    expect((error as ShuffleError).code).toBe('CS_UNSUPPORTED_TYPE');
-    expect((error as ShuffleError).where.column).toBe('tags.item');
-    expect((error as ShuffleError).message).toMatch(/Utf8View/);
+  test('a view column takes a u32 length slot and variable bytes like a string; nested in a list, its list does', () => {
+    const layout = rowLayoutOf([new Field('ok', new Int32()), new Field('s', new Utf8View()), new Field('tags', new List(new Field('item', new Utf8View(), true)))]);
+    expect(layout.fields.map((f) => f.kind)).toEqual(['fixed', 'view', 'tree']);
+    expect(layout.variableFields).toEqual([1, 2]);
+    expect(layout.headerBytes).toBe(4 + 1 + 4 + 4 + 4);
   });
 });
 

@@ -41,6 +41,7 @@ function binarySource(values: Uint8Array[], offsetWidth: 4 | 8, byteOffset: numb
     offsets,
     children: [],
     dictionary: null,
+    variadic: [],
     offsetStride: stride,
   };
 }
@@ -60,6 +61,7 @@ function fixedWidthSource(bytes: Uint8Array, width: number): SourceColumn {
     offsetStride: 1,
     children: [],
     dictionary: null,
+    variadic: [],
   };
 }
 

@@ -55,10 +55,30 @@ export function encodeSchemaMessage(schema: Schema): Uint8Array {
   return frameMetadata(Message.encode(Message.from(schema)));
 }
 
-/** One field node of a record batch: a column's (or child's) length and null count. */
+/**
+ * One field node of a record batch: a column's (or child's) length and null
+ * count; for a view column (Utf8View, BinaryView) also how many variadic data
+ * buffers follow its views, which the record batch's variadicBufferCounts
+ * lists (one per view node, in node order).
+ */
 export interface FieldNodeInfo {
   length: number;
   nullCount: number;
+  variadicBuffers?: number;
+}
+
+/** How many of these nodes are view nodes (entries of variadicBufferCounts). */
+export function variadicCountOf(nodes: readonly FieldNodeInfo[]): number {
+  let count = 0;
+  for (const node of nodes) if (node.variadicBuffers !== undefined) count++;
+  return count;
+}
+
+/** The record batch's variadicBufferCounts for these nodes: the view nodes' counts, in node order. */
+export function variadicBufferCountsOf(nodes: readonly FieldNodeInfo[]): number[] {
+  const counts: number[] = [];
+  for (const node of nodes) if (node.variadicBuffers !== undefined) counts.push(node.variadicBuffers);
+  return counts;
 }
 
 /**
@@ -153,6 +173,7 @@ function encodeDictionaryBatchHeader(
     nodes.map((n) => new FieldNode(n.length, n.nullCount)),
     buffers,
     codec === null ? null : new BodyCompression(codec.arrowType),
+    variadicBufferCountsOf(nodes),
   );
   return frameMetadata(Message.encode(Message.from(new DictionaryBatchHeader(batch, dictionary.id, dictionary.isDelta), bodyLength)));
 }
@@ -178,6 +199,16 @@ function encodeDictionaryBatchHeader(
  *   N  nodes vector: [pad to N+4 = 0 mod 8], u32 count, count x {i64 length, i64 nullCount}
  *   B  buffers vector: u32 count, count x {i64 offset, i64 length}  (B + 4 = 0 mod 8)
  * ```
+ * With view columns the RecordBatch table has its fifth field,
+ * variadicBufferCounts, and everything from its vtable on moves:
+ *
+ * ```text
+ *  36  RecordBatch vtable: u16 14, u16 28, then length 20, nodes 4, buffers 8, compression 12 (or 0), variadic 16; 2 bytes pad
+ *  52  RecordBatch table: i32 16, u32 nodes, u32 buffers, u32 compression or 0, u32 variadic, i64 length
+ *  80  BodyCompression vtable, 88 its table (only with compression)
+ *   N  nodes vector, B buffers vector: as above, 8 bytes later
+ *   V  variadicBufferCounts vector: u32 count, count x i64   (V + 4 = 0 mod 8)
+ * ```
  * Every int64 and every struct vector element sits 8-aligned (the flatbuffer
  * starts at byte 8 of the framed message, which starts 8-aligned), as
  * flatbuffer verifiers require.
@@ -189,24 +220,29 @@ export function encodeRecordBatchHeader(
   compression: CompressionType | null,
   bodyLength: number,
 ): Uint8Array {
-  const framed = new Uint8Array(recordBatchHeaderBytes(nodes.length, regions.length >>> 1, compression !== null));
+  const framed = new Uint8Array(recordBatchHeaderBytes(nodes, regions.length >>> 1, compression !== null));
   writeRecordBatchHeader(framed, rows, nodes, regions, compression, bodyLength);
   return framed;
 }
 
 /** Bytes of the framed record-batch header `encodeRecordBatchHeader` writes (a multiple of 8). */
-export function recordBatchHeaderBytes(nodeCount: number, bufferCount: number, withCompression: boolean): number {
-  const end = headerBuffersAt(nodeCount, withCompression) + 4 + 16 * bufferCount;
+export function recordBatchHeaderBytes(nodes: readonly FieldNodeInfo[], bufferCount: number, withCompression: boolean): number {
+  const variadic = variadicCountOf(nodes);
+  const end = variadic === 0 ? headerBuffersAt(nodes.length, withCompression, false) + 4 + 16 * bufferCount : headerVariadicAt(nodes.length, bufferCount, withCompression) + 4 + 8 * variadic;
   return 8 + end + padding8(end);
 }
 
 /** Where the nodes vector's count sits in the flatbuffer: after the tables, and the compression table if any. */
-function headerNodesAt(withCompression: boolean): number {
-  return withCompression ? 92 : 76; // the count; elements follow 8-aligned
+function headerNodesAt(withCompression: boolean, withVariadic: boolean): number {
+  return (withCompression ? 92 : 76) + (withVariadic ? 8 : 0); // the count; elements follow 8-aligned
 }
 
-function headerBuffersAt(nodeCount: number, withCompression: boolean): number {
-  return headerNodesAt(withCompression) + 4 + 16 * nodeCount + 4;
+function headerBuffersAt(nodeCount: number, withCompression: boolean, withVariadic: boolean): number {
+  return headerNodesAt(withCompression, withVariadic) + 4 + 16 * nodeCount + 4;
+}
+
+function headerVariadicAt(nodeCount: number, bufferCount: number, withCompression: boolean): number {
+  return headerBuffersAt(nodeCount, withCompression, true) + 4 + 16 * bufferCount + 4;
 }
 
 /** Writes the framed header at the start of `framed` (zeroed, at least recordBatchHeaderBytes long). */
@@ -220,9 +256,15 @@ function writeRecordBatchHeader(
 ): void {
   const bufferCount = regions.length >>> 1;
   const withCompression = compression !== null;
-  const nodesAt = headerNodesAt(withCompression);
-  const buffersAt = headerBuffersAt(nodes.length, withCompression);
-  const metadataSize = recordBatchHeaderBytes(nodes.length, bufferCount, withCompression) - 8;
+  const variadic = variadicCountOf(nodes);
+  const withVariadic = variadic > 0;
+  const nodesAt = headerNodesAt(withCompression, withVariadic);
+  const buffersAt = headerBuffersAt(nodes.length, withCompression, withVariadic);
+  const metadataSize = recordBatchHeaderBytes(nodes, bufferCount, withCompression) - 8;
+  // the RecordBatch table and what follows it move by `shift` when it has its variadicBufferCounts field
+  const shift = withVariadic ? 4 : 0;
+  const table = 48 + shift;
+  const compressionAt = 72 + 2 * shift;
   const view = new DataView(framed.buffer, framed.byteOffset, framed.byteLength);
   view.setUint32(0, CONTINUATION_MARKER, true);
   view.setInt32(4, metadataSize, true);
@@ -230,22 +272,24 @@ function writeRecordBatchHeader(
   // Message vtable and table
   u16(view, 4, 12), u16(view, 6, 20), u16(view, 8, 16), u16(view, 10, 18), u16(view, 12, 4), u16(view, 14, 8);
   u32(view, 16, 12);
-  u32(view, 20, 48 - 20);
+  u32(view, 20, table - 20);
   i64(view, 24, bodyLength);
   u16(view, 32, 4); // MetadataVersion.V5
   framed[FLATBUFFER_AT + 34] = 3; // MessageHeader.RecordBatch
   // RecordBatch vtable and table
-  u16(view, 36, 12), u16(view, 38, 24), u16(view, 40, 16), u16(view, 42, 4), u16(view, 44, 8), u16(view, 46, withCompression ? 12 : 0);
-  u32(view, 48, 12);
-  u32(view, 52, nodesAt - 52);
-  u32(view, 56, buffersAt - 56);
-  if (withCompression) u32(view, 60, 80 - 60);
-  i64(view, 64, rows);
+  u16(view, 36, 12 + shift / 2), u16(view, 38, 24 + shift), u16(view, 40, 16 + shift), u16(view, 42, 4), u16(view, 44, 8), u16(view, 46, withCompression ? 12 : 0);
+  if (withVariadic) u16(view, 48, 16);
+  u32(view, table, table - 36);
+  u32(view, table + 4, nodesAt - (table + 4));
+  u32(view, table + 8, buffersAt - (table + 8));
+  if (withCompression) u32(view, table + 12, compressionAt + 8 - (table + 12));
+  if (withVariadic) u32(view, table + 16, headerVariadicAt(nodes.length, bufferCount, withCompression) - (table + 16));
+  i64(view, table + 16 + shift, rows);
   if (withCompression) {
-    u16(view, 72, 8), u16(view, 74, 8), u16(view, 76, 4), u16(view, 78, 5);
-    u32(view, 80, 8);
-    framed[FLATBUFFER_AT + 84] = compression;
-    framed[FLATBUFFER_AT + 85] = 0; // BodyCompressionMethod.BUFFER
+    u16(view, compressionAt, 8), u16(view, compressionAt + 2, 8), u16(view, compressionAt + 4, 4), u16(view, compressionAt + 6, 5);
+    u32(view, compressionAt + 8, 8);
+    framed[FLATBUFFER_AT + compressionAt + 12] = compression;
+    framed[FLATBUFFER_AT + compressionAt + 13] = 0; // BodyCompressionMethod.BUFFER
   }
   u32(view, nodesAt, nodes.length);
   for (let i = 0, pos = nodesAt + 4; i < nodes.length; i++, pos += 16) {
@@ -256,6 +300,16 @@ function writeRecordBatchHeader(
   for (let i = 0, pos = buffersAt + 4; i < regions.length; i += 2, pos += 16) {
     i64(view, pos, regions[i]!);
     i64(view, pos + 8, regions[i + 1]!);
+  }
+  if (withVariadic) {
+    const variadicAt = headerVariadicAt(nodes.length, bufferCount, withCompression);
+    u32(view, variadicAt, variadic);
+    let pos = variadicAt + 4;
+    for (const node of nodes) {
+      if (node.variadicBuffers === undefined) continue;
+      i64(view, pos, node.variadicBuffers);
+      pos += 8;
+    }
   }
 }
 
@@ -332,9 +386,9 @@ export function encodeRecordBatchPayload(
 }
 
 /** Bytes of the message `encodeRawPayload` makes of these body buffers. */
-export function rawPayloadBytes(nodeCount: number, buffers: readonly Uint8Array[], codec: Codec | null): number {
+export function rawPayloadBytes(nodes: readonly FieldNodeInfo[], buffers: readonly Uint8Array[], codec: Codec | null): number {
   const prefix = codec === null ? 0 : PREFIX_BYTES;
-  let bytes = recordBatchHeaderBytes(nodeCount, buffers.length, codec !== null);
+  let bytes = recordBatchHeaderBytes(nodes, buffers.length, codec !== null);
   for (const b of buffers) if (b.byteLength > 0) bytes += prefix + b.byteLength + padding8(prefix + b.byteLength);
   return bytes;
 }
@@ -368,7 +422,7 @@ export function encodeRawPayload(
     regions.push(bodyBytes, b.byteLength === 0 ? 0 : prefix + b.byteLength);
     if (b.byteLength > 0) bodyBytes += prefix + b.byteLength + padding8(prefix + b.byteLength);
   }
-  const headerBytes = recordBatchHeaderBytes(nodes.length, buffers.length, codec !== null);
+  const headerBytes = recordBatchHeaderBytes(nodes, buffers.length, codec !== null);
   const arena = typeof into === 'function' ? into(headerBytes + bodyBytes) : null;
   const message = arena === null ? (into as Uint8Array) : arena.subarray(0, headerBytes + bodyBytes);
   writeRecordBatchHeader(message, rows, nodes, regions, codec === null ? null : codec.arrowType, bodyBytes);

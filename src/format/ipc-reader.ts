@@ -10,7 +10,7 @@ import {
 import { CompressedVectorLoader, VectorLoader } from 'apache-arrow/visitor/vectorloader';
 import { ShuffleError, type ErrorLocation } from '../errors.js';
 import { codecByArrowType } from './codec.js';
-import { CONTINUATION_MARKER, padding8, type FieldNodeInfo } from './ipc-message.js';
+import { CONTINUATION_MARKER, padding8, variadicBufferCountsOf, type FieldNodeInfo } from './ipc-message.js';
 import { metadataCountProblem } from './metadata-counts.js';
 import { columnInconsistency } from './validate-column.js';
 
@@ -391,7 +391,7 @@ export function recordBatchFromBuffers(
 export function recordBatchOverBuffers(schema: Schema, rows: number, nodes: readonly FieldNodeInfo[], buffers: Uint8Array[]): RecordBatch {
   const fieldNodes = nodes.map((n) => new FieldNode(n.length, n.nullCount));
   const regions = buffers.map((b) => new BufferRegion(0, b.byteLength));
-  const children = new CompressedVectorLoader(buffers, fieldNodes, regions, new Map(), MetadataVersion.V5).visitMany(schema.fields.map((f) => f.type));
+  const children = new CompressedVectorLoader(buffers, fieldNodes, regions, new Map(), MetadataVersion.V5, variadicBufferCountsOf(nodes)).visitMany(schema.fields.map((f) => f.type));
   return new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rows, nullCount: 0, children }));
 }
 
@@ -404,7 +404,7 @@ export function dataFromBuffers(type: DataType, nodes: readonly FieldNodeInfo[],
 function loadFromBuffers(types: DataType[], nodes: readonly FieldNodeInfo[], buffers: readonly Uint8Array[], dictionaries: Map<number, Vector>): Data[] {
   const { body, regions } = assembleBody(buffers);
   const fieldNodes = nodes.map((n) => new FieldNode(n.length, n.nullCount));
-  return new VectorLoader(body, fieldNodes, regions, dictionaries).visitMany(types);
+  return new VectorLoader(body, fieldNodes, regions, dictionaries, MetadataVersion.V5, variadicBufferCountsOf(nodes)).visitMany(types);
 }
 
 /** Lays buffers out as an uncompressed IPC body: each at an 8-aligned offset. */

@@ -1,5 +1,6 @@
 import { Field, type Data, type DataType } from 'apache-arrow';
 import { columnLayoutOf, type ColumnLayout } from '../writer/column-layout.js';
+import { VIEW_BYTES, viewValueOf, type ViewValue } from './binary-view.js';
 
 /**
  * Checks that a column loaded from IPC bytes is consistent with its declared
@@ -11,13 +12,15 @@ import { columnLayoutOf, type ColumnLayout } from '../writer/column-layout.js';
  * - fixed-width values and dictionary indices cover offset + length rows, booleans bits;
  * - binary and list offsets cover length + 1 entries, start at or above 0,
  *   never decrease, and stay within the data buffer or the child;
+ * - views cover length rows, and each valid row's view has a length >= 0 and,
+ *   for a long value, points inside one of its variadic buffers;
  * - a struct's and a sparse union's children, and a fixed-size list's child
  *   (x listSize), are at least as long as the parent needs;
  * - union type ids are ones the type declares, dense offsets lie within the child;
  * - dictionary indices of valid rows lie within the dictionary.
  *
  * Returns why the column is inconsistent, or null. A column whose type this
- * library does not split (views) is left to arrow-js's own loading.
+ * library does not split is left to arrow-js's own loading.
  */
 export function columnInconsistency(data: Data): string | null {
   let layout: ColumnLayout;
@@ -47,6 +50,8 @@ function check(data: Data, layout: ColumnLayout, rows: number): string | null {
       return valueBytes < length * layout.byteWidth ? `its values hold ${valueBytes} bytes for ${length} rows of ${layout.byteWidth}` : null;
     case 'binary':
       return offsetsProblem(data, valueBytes, 'data bytes');
+    case 'view':
+      return viewsProblem(data, values);
     case 'list': {
       const child = data.children[0];
       if (child === undefined) return 'it has no child';
@@ -82,6 +87,21 @@ function check(data: Data, layout: ColumnLayout, rows: number): string | null {
       return null;
     }
   }
+}
+
+/** Views are sliced to the data, like fixed-width values. */
+function viewsProblem(data: Data, values: ArrayBufferView | undefined): string | null {
+  const length = data.length;
+  const bytes = values === undefined ? new Uint8Array(0) : new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+  if (bytes.byteLength < length * VIEW_BYTES) return `its views hold ${bytes.byteLength} bytes for ${length} rows of ${VIEW_BYTES}`;
+  const variadic = (data.variadicBuffers ?? []) as readonly Uint8Array[];
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const value: ViewValue = { bytes, start: 0, length: 0 };
+  for (let i = 0; i < length; i++) {
+    if (!data.getValid(i)) continue;
+    if (viewValueOf(bytes, view, variadic, i, value) === null) return `row ${i}'s view points outside its ${variadic.length} variadic buffers`;
+  }
+  return null;
 }
 
 function within(where: string, problem: string | null): string | null {

@@ -1,5 +1,6 @@
 import { Field, Vector, type DataType, type Dictionary } from 'apache-arrow';
 import type { ShuffleError } from '../errors.js';
+import { MAX_INLINE_BYTES, VIEW_BYTES } from '../format/binary-view.js';
 import type { FieldNodeInfo } from '../format/ipc-message.js';
 import { dataFromBuffers } from '../format/ipc-reader.js';
 import { columnLayoutOf, type ColumnLayout, type DictionaryLayout, type UnionLayout } from '../writer/column-layout.js';
@@ -11,7 +12,8 @@ import { hasLengthSlot, slotWidthOf } from './row-layout.js';
  * from rows to growable buffers, checking every length and count against
  * the bytes its value has before it reads or allocates anything; the
  * buffers come out in Arrow IPC order (nodes and buffers, as a record batch
- * body has them) for arrow-js's VectorLoader.
+ * body has them) for arrow-js's VectorLoader. A view column has exactly one
+ * variadic buffer, as a flat one does (row-decoder.ts), which its field node says.
  *
  * Dictionaries: values are deduplicated by their encoded bytes (one table
  * per dictionary id, shared by every field of that id); when a new value
@@ -264,6 +266,44 @@ class BinaryBuilder extends Builder {
     super.reset();
     this.offsets.length = 0;
     this.offsets.offset(0, this.offsetWidth);
+    this.data.length = 0;
+  }
+}
+
+/** Utf8View, BinaryView: the views and one variadic buffer, laid out as RowDecoder's comment says. */
+class ViewBuilder extends Builder {
+  private readonly views = new Buf();
+  private readonly data = new Buf();
+  protected pushNullValue(): void {
+    const views = this.views;
+    views.reserve(VIEW_BYTES);
+    views.bytes.fill(0, views.length, views.length + VIEW_BYTES);
+    views.length += VIEW_BYTES;
+  }
+  readSlot(bytes: Uint8Array, view: DataView, slotAt: number, varAt: number, end: number, corrupt: Corrupt): number {
+    const length = lengthAt(view, slotAt, varAt, end, corrupt, 'view');
+    this.valid();
+    const views = this.views;
+    views.reserve(VIEW_BYTES); // may replace views.bytes and views.view
+    const at = views.length;
+    views.bytes.fill(0, at, at + VIEW_BYTES); // the buffers are reused: padding and buffer index must be written
+    views.view.setInt32(at, length, true);
+    if (length <= MAX_INLINE_BYTES) for (let b = 0; b < length; b++) views.bytes[at + 4 + b] = bytes[varAt + b]!;
+    else {
+      views.view.setInt32(at + 4, view.getInt32(varAt, true), true); // the prefix
+      views.view.setInt32(at + 12, this.data.length, true);
+      this.data.copy(bytes, varAt, length);
+    }
+    views.length = at + VIEW_BYTES;
+    return varAt + length;
+  }
+  snapshot(nodes: FieldNodeInfo[], buffers: Uint8Array[]): void {
+    nodes.push({ length: this.length, nullCount: this.nulls, variadicBuffers: 1 });
+    buffers.push(this.nulls > 0 ? this.validity.get() : EMPTY, this.views.get(), this.data.get());
+  }
+  override reset(): void {
+    super.reset();
+    this.views.length = 0;
     this.data.length = 0;
   }
 }
@@ -614,6 +654,8 @@ export function builderOf(type: DataType, dictionaries: Map<number, DictionaryVa
       return new FixedBuilder(layout, layout.byteWidth);
     case 'binary':
       return new BinaryBuilder(layout, layout.offsetWidth);
+    case 'view':
+      return new ViewBuilder(layout);
     case 'list':
       return new ListBuilder(layout, layout.offsetWidth, childOf(0, layout.child));
     case 'fixed-size-list':

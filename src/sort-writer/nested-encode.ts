@@ -1,5 +1,6 @@
 import type { Data } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
+import { MAX_INLINE_BYTES, VIEW_BYTES, viewValueOf, type ViewValue } from '../format/binary-view.js';
 import type { ColumnLayout } from '../writer/column-layout.js';
 import { prepareSourceColumn, type SourceColumn } from '../writer/source-column.js';
 import { copyBytes } from './copy-bytes.js';
@@ -14,8 +15,10 @@ import { hasLengthSlot, slotWidthOf } from './row-layout.js';
 export interface NestedSource {
   readonly layout: ColumnLayout;
   readonly col: SourceColumn;
-  /** over col.bytes: dictionary indices */
+  /** over col.bytes: dictionary indices, a view column's views */
   readonly view: DataView;
+  /** a view column: one DataView per variadic buffer (col.variadic), for copyBytes */
+  readonly variadic: readonly DataView[];
   /** slotWidthOf(layout) */
   readonly slot: number;
   /** hasLengthSlot(layout) */
@@ -30,6 +33,7 @@ export interface NestedSource {
 }
 
 const NONE: readonly NestedSource[] = Object.freeze([]);
+const NO_VIEWS: readonly DataView[] = Object.freeze([]);
 
 export function nestedSourceOf(col: SourceColumn): NestedSource {
   const layout = col.layout;
@@ -45,6 +49,7 @@ export function nestedSourceOf(col: SourceColumn): NestedSource {
     layout,
     col,
     view: new DataView(col.bytes.buffer, col.bytes.byteOffset, col.bytes.byteLength),
+    variadic: layout.kind === 'view' ? col.variadic.map((b) => new DataView(b.buffer, b.byteOffset, b.byteLength)) : NO_VIEWS,
     slot: slotWidthOf(layout),
     lengthSlot: hasLengthSlot(layout),
     bitmapBytes,
@@ -60,6 +65,26 @@ function bit(bits: Uint8Array, index: number): boolean {
 
 function invalid(what: string): ShuffleError {
   return new ShuffleError('CS_INVALID_ARGUMENT', `the sort writer cannot encode a value: ${what}`);
+}
+
+/** Where viewAt puts a view value (one object: nothing is allocated per value). */
+const viewValue: ViewValue = { bytes: new Uint8Array(0), start: 0, length: 0 };
+
+/** Where the bytes of valid row i of view column `s` are (valid until the next call). */
+export function viewAt(s: NestedSource, i: number): ViewValue {
+  const value = viewValueOf(s.col.bytes, s.view, s.col.variadic, i, viewValue);
+  if (value === null) throw invalid(`the view of row ${i} points outside its column's ${s.col.variadic.length} variadic buffers`);
+  return value;
+}
+
+/** Copies the bytes of valid row i of view column `s` to `at`; returns how many. */
+export function copyView(s: NestedSource, i: number, page: Uint8Array, view: DataView, at: number): number {
+  const value = viewAt(s, i);
+  const length = value.length;
+  // an inline value is in the views; a long one in the variadic buffer its view names (checked by viewAt)
+  const from = length <= MAX_INLINE_BYTES ? s.view : s.variadic[s.view.getInt32(i * VIEW_BYTES + 8, true)]!;
+  copyBytes(value.bytes, from, value.start, page, view, at, length);
+  return length;
 }
 
 /** The dictionary chunk `resolve` found. */
@@ -131,6 +156,8 @@ export function valueBytes(s: NestedSource, i: number): number {
   switch (layout.kind) {
     case 'binary':
       return col.offsets![(i + 1) * col.offsetStride]! - col.offsets![i * col.offsetStride]!;
+    case 'view':
+      return viewAt(s, i).length;
     case 'list': {
       const first = col.offsets![i * col.offsetStride]!;
       return 4 + elementsBytes(s.children[0]!, first, col.offsets![(i + 1) * col.offsetStride]! - first);
@@ -188,6 +215,11 @@ export function writeSlot(s: NestedSource, i: number, page: Uint8Array, view: Da
       const begin = col.offsets![i * col.offsetStride]!;
       const length = col.offsets![(i + 1) * col.offsetStride]! - begin;
       copyBytes(col.bytes, s.view, begin, page, view, varAt, length);
+      view.setUint32(slotAt, length, true);
+      return varAt + length;
+    }
+    case 'view': {
+      const length = copyView(s, i, page, view, varAt);
       view.setUint32(slotAt, length, true);
       return varAt + length;
     }

@@ -1,7 +1,8 @@
-import { makeData, RecordBatch, Struct, type Data, type DataType, type Schema, type Vector } from 'apache-arrow';
+import { makeData, MetadataVersion, RecordBatch, Struct, type Data, type DataType, type Schema, type Vector } from 'apache-arrow';
 import { BufferRegion, FieldNode } from 'apache-arrow/ipc/metadata/message';
 import { VectorLoader } from 'apache-arrow/visitor/vectorloader';
 import type { ShuffleError } from '../errors.js';
+import { MAX_INLINE_BYTES, VIEW_BYTES } from '../format/binary-view.js';
 import type { FieldNodeInfo } from '../format/ipc-message.js';
 import { dataFromBuffers, DEFAULT_MAX_BUFFER_BYTES } from '../format/ipc-reader.js';
 import { align4, copyBytes } from './copy-bytes.js';
@@ -23,7 +24,18 @@ import { ROW_LENGTH_BYTES, type RowLayout } from './row-layout.js';
  * body := per field, in schema order:  validity (ceil(rows / 8) bytes, used only when the field has nulls)
  *                                      values (Bool: bits; fixed width: rows x width)
  *                                      or offsets (rows + 1, int32 or int64) and data (variable length)
+ *                                      or views (rows x 16) and one variadic buffer (views, below)
  *         each buffer padded to a multiple of 8
+ * ```
+ * A view column (Utf8View, BinaryView) always gets exactly one variadic
+ * buffer, empty when no value is longer than 12 bytes, so that its buffer
+ * count depends on its type alone (nested ones too, nested-decode.ts):
+ *
+ * ```text
+ * view of a null row            16 zero bytes (length 0)
+ * value of <= 12 bytes          int32 length | the value, zero padded to 12 bytes
+ * value of > 12 bytes           int32 length | its first 4 bytes | int32 0 (the buffer) | int32 offset
+ * the variadic buffer           the values of > 12 bytes, back to back in row order
  * ```
  * The per-row scratch arrays grow and are reused across blocks.
  */
@@ -102,7 +114,7 @@ export class RowDecoder {
       const field = fields[f]!;
       const bitmapAt = ROW_LENGTH_BYTES + (f >>> 3);
       const mask = 1 << (f & 7);
-      if (field.kind === 'variable') {
+      if (field.kind === 'variable' || field.kind === 'view') {
         for (let i = from; i < to; i++) varCursor[i]! += view.getUint32(rowStart[i]! + field.slot, true);
         continue;
       }
@@ -142,7 +154,13 @@ export class RowDecoder {
     for (const f of this.layout.variableFields) {
       let total = 0;
       const slot = fields[f]!.slot;
-      for (let i = 0; i < rows; i++) total += view.getUint32(rowStart[i]! + slot, true);
+      if (fields[f]!.kind === 'view') {
+        // only the long values take bytes outside the views
+        for (let i = 0; i < rows; i++) {
+          const length = view.getUint32(rowStart[i]! + slot, true);
+          if (length > MAX_INLINE_BYTES) total += length;
+        }
+      } else for (let i = 0; i < rows; i++) total += view.getUint32(rowStart[i]! + slot, true);
       variableBytes[f] = total;
     }
     for (let i = 0; i < rows; i++) varCursor[i] = rowStart[i]! + headerBytes;
@@ -156,6 +174,7 @@ export class RowDecoder {
       size += bitmapBytes;
       if (field.kind === 'bool') size += bitmapBytes;
       else if (field.kind === 'fixed') size += pad8(rows * field.width);
+      else if (field.kind === 'view') size += pad8(rows * VIEW_BYTES) + pad8(variableBytes[f]!);
       else size += pad8((rows + 1) * field.offsetWidth) + pad8(variableBytes[f]!);
     }
     const body = new Uint8Array(size);
@@ -163,6 +182,7 @@ export class RowDecoder {
     const nodes: FieldNode[] = [];
     const regions: BufferRegion[] = [];
     const flatTypes: DataType[] = [];
+    const variadicCounts: number[] = [];
     let at = 0;
     for (let f = 0; f < fields.length; f++) {
       const field = fields[f]!;
@@ -208,9 +228,18 @@ export class RowDecoder {
           at += pad8(offsetBytes) + pad8(total);
           break;
         }
+        case 'view': {
+          const viewBytes = rows * VIEW_BYTES;
+          const total = variableBytes[f]!;
+          decodeView(body, bodyView, at, at + pad8(viewBytes), bytes, view, rowStart, varCursor, rows, field.slot);
+          regions.push(new BufferRegion(at, viewBytes), new BufferRegion(at + pad8(viewBytes), total));
+          variadicCounts.push(1);
+          at += pad8(viewBytes) + pad8(total);
+          break;
+        }
       }
     }
-    const flat = new VectorLoader(body, nodes, regions, new Map()).visitMany(flatTypes);
+    const flat = new VectorLoader(body, nodes, regions, new Map(), MetadataVersion.V5, variadicCounts).visitMany(flatTypes);
     const vectors = new Map<number, Vector>();
     for (const [id, values] of this.dictionaries) vectors.set(id, values.finish());
     let next = 0;
@@ -269,6 +298,30 @@ function decodeVariable(body: Uint8Array, bodyView: DataView, offsetsAt: number,
     varCursor[i] = from + length;
     total += length;
     offsets[(i + 1) * stride] = total;
+  }
+}
+
+/**
+ * A view column's views at `viewsAt` and its one variadic buffer at `dataAt`
+ * (the layout in RowDecoder's comment). The body is zeroed: a null or empty
+ * value's view is left as it is, as are the padding and buffer index 0.
+ */
+function decodeView(body: Uint8Array, bodyView: DataView, viewsAt: number, dataAt: number, bytes: Uint8Array, view: DataView, rowStart: Uint32Array, varCursor: Uint32Array, rows: number, slot: number): void {
+  let total = 0;
+  for (let i = 0; i < rows; i++) {
+    const length = view.getUint32(rowStart[i]! + slot, true);
+    if (length === 0) continue;
+    const from = varCursor[i]!;
+    const at = viewsAt + i * VIEW_BYTES;
+    bodyView.setInt32(at, length, true);
+    if (length <= MAX_INLINE_BYTES) copyBytes(bytes, view, from, body, bodyView, at + 4, length);
+    else {
+      bodyView.setInt32(at + 4, view.getInt32(from, true), true); // the prefix
+      bodyView.setInt32(at + 12, total, true);
+      copyBytes(bytes, view, from, body, bodyView, dataAt + total, length);
+      total += length;
+    }
+    varCursor[i] = from + length;
   }
 }
 

@@ -1,7 +1,7 @@
 import { ShuffleError } from '../errors.js';
 import type { SourceColumn } from '../writer/source-column.js';
 import { align4, copyBytes } from './copy-bytes.js';
-import { isValid, nestedSourceOf, valueBytes, writeSlot, type NestedSource } from './nested-encode.js';
+import { copyView, isValid, nestedSourceOf, valueBytes, viewAt, writeSlot, type NestedSource } from './nested-encode.js';
 import { ROW_LENGTH_BYTES, type RowLayout } from './row-layout.js';
 
 /** The largest row (length prefix included) the sort writer stores. */
@@ -18,16 +18,16 @@ export const MAX_ROW_BYTES = 0x7fffffff;
  * page and offset of each), then `encode` ranges of rows that share a page.
  */
 export class RowEncoder {
-  /** the nested sources of the batch last measured (per field; null for flat fields) */
+  /** the nested sources of the batch last measured (per field; null for the other flat fields) */
   private nestedFor: readonly SourceColumn[] | null = null;
   private nested: (NestedSource | null)[] = [];
 
   constructor(readonly layout: RowLayout) {}
 
-  /** The nested sources of `sources`' tree fields, built once per batch. */
+  /** The nested sources of `sources`' tree and view fields (a view field's for its DataViews), built once per batch. */
   private nestedSources(sources: readonly SourceColumn[]): (NestedSource | null)[] {
     if (this.nestedFor !== sources) {
-      this.nested = this.layout.fields.map((field, f) => (field.kind === 'tree' ? nestedSourceOf(sources[f]!) : null));
+      this.nested = this.layout.fields.map((field, f) => (field.kind === 'tree' || field.kind === 'view' ? nestedSourceOf(sources[f]!) : null));
       this.nestedFor = sources;
     }
     return this.nested;
@@ -46,6 +46,10 @@ export class RowEncoder {
     const nested = this.nestedSources(sources);
     for (const f of variableFields) {
       const tree = nested[f];
+      if (this.layout.fields[f]!.kind === 'view') {
+        variableBytes += measureView(tree!, rows, rowBytes);
+        continue;
+      }
       if (tree !== null && tree !== undefined) {
         // nested values: measured a value at a time (every byte of them counts, for the pages and the pool)
         for (let i = 0; i < rows; i++) {
@@ -69,8 +73,9 @@ export class RowEncoder {
         rowBytes[i]! += offsets[(i + 1) * stride]! - offsets[i * stride]!;
       }
     }
-    // each column holds < 2 GiB of values, so only batches with that much in all columns together need the per-row check
-    if (headerBytes + variableBytes > MAX_ROW_BYTES) assertRowSizes(sources, this.layout, rows, firstRow);
+    // a binary column holds < 2 GiB of values (a view column may claim more, its views sharing bytes, but then so does
+    // this sum), so only batches with that much in all columns together need the per-row check, in JS numbers
+    if (headerBytes + variableBytes > MAX_ROW_BYTES) assertRowSizes(sources, nested, this.layout, rows, firstRow);
     let total = 0;
     for (let i = 0; i < rows; i++) total += align4(rowBytes[i]!);
     return total;
@@ -128,6 +133,9 @@ export class RowEncoder {
           break;
         case 'variable':
           encodeVariable(src, ids, from, to, page, view, rowStart, varCursor, field.slot, bitmapAt, mask);
+          break;
+        case 'view':
+          encodeView(nested[f]!, ids, from, to, page, view, rowStart, varCursor, field.slot, bitmapAt, mask);
           break;
         case 'tree': {
           const tree = nested[f]!;
@@ -283,15 +291,60 @@ function encodeVariable(
   }
 }
 
+/** Adds each valid value's byte length to its row's `rowBytes` (as the offsets of a binary column give them); returns their sum. */
+function measureView(s: NestedSource, rows: number, rowBytes: Uint32Array): number {
+  const { validity, bitOffset } = s.col;
+  let total = 0;
+  for (let i = 0; i < rows; i++) {
+    if (validity !== null && !isSet(validity, bitOffset + i)) continue;
+    const length = viewAt(s, i).length;
+    rowBytes[i]! += length;
+    total += length;
+  }
+  return total;
+}
+
+/** As encodeVariable, for a view column: its values' bytes, wherever their views keep them, exactly as a binary column's. */
+function encodeView(
+  s: NestedSource,
+  ids: Uint32Array,
+  from: number,
+  to: number,
+  page: Uint8Array,
+  view: DataView,
+  rowStart: Uint32Array,
+  varCursor: Uint32Array,
+  slot: number,
+  bitmapAt: number,
+  mask: number,
+): void {
+  const { validity, bitOffset } = s.col;
+  for (let k = from; k < to; k++) {
+    const i = ids[k]!;
+    const start = rowStart[i]!;
+    if (validity !== null && !isSet(validity, bitOffset + i)) {
+      page[start + bitmapAt]! |= mask;
+      view.setUint32(start + slot, 0, true);
+      continue;
+    }
+    const at = varCursor[i]!;
+    const length = copyView(s, i, page, view, at);
+    view.setUint32(start + slot, length, true);
+    varCursor[i] = at + length;
+  }
+}
+
 /** CS_INVALID_ARGUMENT naming the first row that would not fit in MAX_ROW_BYTES. */
-function assertRowSizes(sources: readonly SourceColumn[], layout: RowLayout, rows: number, firstRow: number): void {
+function assertRowSizes(sources: readonly SourceColumn[], nested: readonly (NestedSource | null)[], layout: RowLayout, rows: number, firstRow: number): void {
   for (let i = 0; i < rows; i++) {
     let bytes = layout.headerBytes;
     for (const f of layout.variableFields) {
       const src = sources[f]!;
-      if (layout.fields[f]!.kind === 'tree') continue; // checked as they are measured
+      const kind = layout.fields[f]!.kind;
+      if (kind === 'tree') continue; // checked as they are measured
+      if (src.validity !== null && !isSet(src.validity, src.bitOffset + i)) continue;
       const stride = src.offsetStride;
-      if (src.validity === null || isSet(src.validity, src.bitOffset + i)) bytes += src.offsets![(i + 1) * stride]! - src.offsets![i * stride]!;
+      bytes += kind === 'view' ? viewAt(nested[f]!, i).length : src.offsets![(i + 1) * stride]! - src.offsets![i * stride]!;
     }
     if (bytes > MAX_ROW_BYTES) tooLarge(bytes, firstRow + i);
   }

@@ -18,9 +18,12 @@ import { childLayouts, columnLayoutOf, type ColumnLayout } from '../writer/colum
  *                       fixed width (ints, floats,        the Arrow value's bytes (1, 2, 4, 8, 16,
  *                        decimals, dates, times, ...)      32 or N), little-endian as in Arrow
  *                       Utf8, Binary, LargeUtf8,          u32 LE byte length of the value
- *                        LargeBinary
+ *                        LargeBinary, Utf8View,
+ *                        BinaryView
  *                     a null field's slot is all zeros
- * variable section := the bytes of every variable-length field, in schema order
+ * variable section := the bytes of every variable-length field, in schema order (a view
+ *                     value's bytes, wherever its view keeps them: a Utf8View row is
+ *                     byte for byte the Utf8 row of the same strings)
  * padding          := 0-3 zero bytes: every row starts at a multiple of 4 (as
  *                     UnsafeRow aligns to 8), so that rows are copied a word at a time
  * ```
@@ -44,7 +47,7 @@ import { childLayouts, columnLayoutOf, type ColumnLayout } from '../writer/colum
  * ```text
  * record           := bitmap of its K values (ceil(K / 8) bytes, bit set: null) | K slots | variable section
  * slot of a value  := as in the fixed section above (Null 0 bytes, Bool 1, fixed width its width,
- *                     Utf8/Binary a u32 length), and
+ *                     Utf8/Binary/Utf8View/BinaryView a u32 length), and
  *                       List, LargeList, Map, FixedSizeList, Struct, Union
  *                                                          u32 LE byte length of its nested value
  *                       Dictionary                         the slot of its value type: a dictionary value
@@ -97,6 +100,8 @@ export type RowField =
   | { readonly kind: 'bool'; readonly slot: number }
   | { readonly kind: 'fixed'; readonly slot: number; readonly width: number }
   | { readonly kind: 'variable'; readonly slot: number; readonly offsetWidth: 4 | 8 }
+  /** Utf8View, BinaryView: encoded as 'variable' is; decoded into views (row-decoder.ts) */
+  | { readonly kind: 'view'; readonly slot: number }
   /** a nested or dictionary column: `width` bytes of slot (slotWidthOf), its value encoded as `nested value` above */
   | { readonly kind: 'tree'; readonly slot: number; readonly width: number; readonly lengthSlot: boolean; readonly layout: ColumnLayout };
 
@@ -116,8 +121,8 @@ export const ROW_LENGTH_BYTES = 4;
 /**
  * The row layout of the given output fields, or CS_UNSUPPORTED_TYPE naming
  * the first column a row cannot hold: exactly what the columnar writer
- * refuses (view types, at any depth, named like `tags.item`), plus widths no
- * writer makes.
+ * refuses (types columnLayoutOf has no layout for, at any depth, named like
+ * `tags.item`), plus widths no writer makes.
  */
 export function rowLayoutOf(fields: readonly Field[]): RowLayout {
   const bitmapBytes = (fields.length + 7) >>> 3;
@@ -139,6 +144,9 @@ export function rowLayoutOf(fields: readonly Field[]): RowLayout {
       case 'binary':
         variableFields.push(f);
         return { kind: 'variable', slot, offsetWidth: layout.offsetWidth };
+      case 'view':
+        variableFields.push(f);
+        return { kind: 'view', slot };
       default: {
         const lengthSlot = hasLengthSlot(layout);
         if (lengthSlot) variableFields.push(f);

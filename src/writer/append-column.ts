@@ -1,6 +1,7 @@
 import type { ColumnBuffer } from './column-buffer.js';
 import type { SourceColumn } from './source-column.js';
 import { gatherBits } from './split-bits.js';
+import { splitView } from './split-view.js';
 
 /**
  * Appends rows 0 .. rows - 1 of a flat split source (a partition buffer's
@@ -51,5 +52,9 @@ export function appendRows(src: SourceColumn, rows: number, dst: ColumnBuffer, d
       dst.dataLength += last - first;
       break;
     }
+    case 'view':
+      // each long value may sit in any of the source's variadic buffers: re-pointed one by one, as the split does
+      splitView(src, identity, 0, rows, dst, dstRow);
+      break;
   }
 }

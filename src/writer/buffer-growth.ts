@@ -1,7 +1,7 @@
 import { BufferRecycler } from '../memory/buffer-recycler.js';
 import { fixedBytesPerRow } from './column-layout.js';
-import { grownDataCapacity, hasOwnLength, hasValidity, type ColumnBuffer } from './column-buffer.js';
-import { binaryBytesOf } from './split-binary.js';
+import { grownDataCapacity, hasData, hasOwnLength, hasValidity, type ColumnBuffer } from './column-buffer.js';
+import { dataBytesOf } from './split-binary.js';
 import { selectedRows, type SplitPlan } from './split-plan.js';
 
 /** One node's buffers re-allocated so that a split fits. */
@@ -41,8 +41,8 @@ export class BufferGrowth {
     const validity = hasValidity(layout) && (node.validity !== null || plan.src.validity !== null);
     let dataBytes = node.data.byteLength;
     const resize = capacity !== node.capacity;
-    if (layout.kind === 'binary') {
-      const incoming = binaryBytesOf(plan.src, plan.sel.rowIds, plan.sel.starts[p]!, plan.sel.starts[p + 1]!);
+    if (hasData(layout)) {
+      const incoming = dataBytesOf(plan.src, plan.sel.rowIds, plan.sel.starts[p]!, plan.sel.starts[p + 1]!);
       const needed = node.dataLength + incoming;
       // a nested binary node has no running average of its own: size it like the rows arriving now
       const estimate = dataBytesFor ?? ((rows: number) => Math.ceil((incoming / Math.max(1, selectedRows(plan.sel, p))) * rows));
@@ -97,7 +97,7 @@ export function nestedBytes(plan: SplitPlan, top = true): number {
     const partitions = sel.starts.length - 1;
     const rows = sel.starts[partitions]! - sel.starts[0]!;
     bytes += rows * fixedBytesPerRow(plan.src.layout);
-    if (plan.src.layout.kind === 'binary') bytes += binaryBytesOf(plan.src, sel.rowIds, sel.starts[0]!, sel.starts[partitions]!);
+    if (hasData(plan.src.layout)) bytes += dataBytesOf(plan.src, sel.rowIds, sel.starts[0]!, sel.starts[partitions]!);
   }
   for (const child of plan.children) bytes += nestedBytes(child, false);
   return bytes;

@@ -1,4 +1,5 @@
 import type { FieldNodeInfo } from '../format/ipc-message.js';
+import { VIEW_BYTES } from '../format/binary-view.js';
 import type { BufferRecycler } from '../memory/buffer-recycler.js';
 import type { ColumnLayout } from './column-layout.js';
 import type { SourceColumn } from './source-column.js';
@@ -9,6 +10,7 @@ const EMPTY32 = new Int32Array(0);
 /** The offsets of an empty binary or list node that was never allocated: a single 0 (Arrow wants rows + 1 offsets). */
 const ZERO_OFFSETS = new Uint8Array(8);
 const EMPTY_VIEW = new DataView(EMPTY.buffer);
+const NO_BUFFERS: readonly Uint8Array[] = Object.freeze([]);
 
 /** How many bytes the values buffer of `rows` rows takes for this layout, rounded up to whole 32-bit words. */
 function valuesBytes(layout: ColumnLayout, rows: number): number {
@@ -28,7 +30,14 @@ function valuesBytes(layout: ColumnLayout, rows: number): number {
     case 'binary':
     case 'list':
       return (rows + 1) * layout.offsetWidth;
+    case 'view':
+      return rows * VIEW_BYTES;
   }
+}
+
+/** Whether the layout keeps value bytes in a data buffer (binary data, the long values of a view column). */
+export function hasData(layout: ColumnLayout): boolean {
+  return layout.kind === 'binary' || layout.kind === 'view';
 }
 
 /** Bytes of a dense union's int32 offsets for `rows` rows. */
@@ -82,11 +91,11 @@ export class ColumnBuffer {
   capacity = 0;
   /** validity bits, allocated only once the column has had a null (Gluten's sticky inputHasNull) */
   validity: Uint8Array | null = null;
-  /** fixed-width values, boolean bits, binary or list offsets, dictionary indices or union type ids */
+  /** fixed-width values, boolean bits, binary or list offsets, views, dictionary indices or union type ids */
   values: Uint8Array = EMPTY;
   values16: Uint16Array = new Uint16Array(0);
   values32: Int32Array = EMPTY32;
-  /** binary value bytes; dataLength of them are used */
+  /** binary value bytes, or a view column's long values; dataLength of them are used */
   data: Uint8Array = EMPTY;
   /** the same bytes as a DataView, for the word copies of splitBinary */
   dataView: DataView = EMPTY_VIEW;
@@ -127,7 +136,7 @@ export class ColumnBuffer {
   /** What ownBytes would be for `capacity` rows, with or without validity, and `dataBytes` of binary data. */
   bytesFor(capacity: number, withValidity: boolean, dataBytes: number): number {
     const validity = withValidity ? roundUp4((capacity + 7) >>> 3) : 0;
-    return validity + valuesBytes(this.layout, capacity) + unionOffsetBytes(this.layout, capacity) + (this.layout.kind === 'binary' ? dataBytes : 0);
+    return validity + valuesBytes(this.layout, capacity) + unionOffsetBytes(this.layout, capacity) + (hasData(this.layout) ? dataBytes : 0);
   }
 
   /** What allocatedBytes would be after `shrinkTo(rows)`. */
@@ -163,6 +172,9 @@ export class ColumnBuffer {
       case 'binary':
         bytes = validity + (rows + 1) * layout.offsetWidth + this.dataLength;
         break;
+      case 'view':
+        bytes = validity + rows * VIEW_BYTES + this.dataLength;
+        break;
       case 'list':
         bytes = validity + (rows + 1) * layout.offsetWidth;
         break;
@@ -189,6 +201,7 @@ export class ColumnBuffer {
       validity: this.validity !== null && countZeroBits(this.validity, rows) > 0 ? this.validity : null,
       bitOffset: 0,
       bytes: layout.kind === 'binary' ? this.data : this.values,
+      variadic: layout.kind === 'view' ? [this.data] : NO_BUFFERS,
       words16: this.values16,
       words32: this.values32,
       offsets,
@@ -235,7 +248,7 @@ export class ColumnBuffer {
       this.recycle(this.validity);
       this.validity = validity;
     }
-    if (this.layout.kind === 'binary') this.setDataCapacity(Math.max(dataBytes, this.dataLength));
+    if (hasData(this.layout)) this.setDataCapacity(Math.max(dataBytes, this.dataLength));
     if (this.layout.kind === 'union' && this.layout.mode === 'dense') {
       const offsets = new Int32Array(capacity);
       offsets.set(this.unionOffsets.subarray(0, Math.min(keep, capacity)));
@@ -293,7 +306,7 @@ export class ColumnBuffer {
       if (layout.mode === 'dense') buffers.push(take(copy, new Uint8Array(this.unionOffsets.buffer, this.unionOffsets.byteOffset, rows * 4), rows * 4));
     } else {
       const nullCount = this.validity === null ? 0 : countZeroBits(this.validity, rows);
-      nodes.push({ length: rows, nullCount });
+      nodes.push(layout.kind === 'view' ? { length: rows, nullCount, variadicBuffers: 1 } : { length: rows, nullCount });
       buffers.push(nullCount === 0 ? EMPTY : bitmap(copy, this.validity!, rows));
       switch (layout.kind) {
         case 'bool':
@@ -311,6 +324,11 @@ export class ColumnBuffer {
           break;
         case 'list':
           buffers.push(this.capacity === 0 ? ZERO_OFFSETS.subarray(0, layout.offsetWidth) : take(copy, this.values, (rows + 1) * layout.offsetWidth));
+          break;
+        case 'view':
+          // views, then the column's one variadic buffer (the record batch's variadicBufferCounts says 1)
+          buffers.push(take(copy, this.values, rows * VIEW_BYTES));
+          buffers.push(take(copy, this.data, this.dataLength));
           break;
       }
     }

@@ -1,5 +1,6 @@
 import { DataType, DateUnit, Field, IntervalUnit, Type, UnionMode, type Dictionary, type Union } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
+import { VIEW_BYTES } from '../format/binary-view.js';
 
 /**
  * How a column's buffers are laid out in the Arrow columnar format, which
@@ -11,6 +12,8 @@ import { ShuffleError } from '../errors.js';
  * fixed-width      [validity][values: byteWidth bytes per row]
  * bool             [validity][values: 1 bit per row]
  * binary           [validity][offsets: int32 or int64, rows + 1][data bytes]
+ * view             [validity][views: 16 bytes per row][variadic data buffers]*
+ *                  (Utf8View, BinaryView; see binary-view.ts)
  * list             [validity][offsets: int32 or int64, rows + 1]  child: offsets[rows] rows
  *                  (List, LargeList, and Map, whose child is a struct of key and value)
  * fixed-size-list  [validity]                                      child: rows x listSize rows
@@ -26,6 +29,7 @@ export type ColumnLayout =
   | { readonly kind: 'fixed-width'; readonly byteWidth: number }
   | { readonly kind: 'bool' }
   | { readonly kind: 'binary'; readonly offsetWidth: 4 | 8 }
+  | { readonly kind: 'view' }
   | { readonly kind: 'list'; readonly offsetWidth: 4 | 8; readonly child: ColumnLayout }
   | { readonly kind: 'fixed-size-list'; readonly listSize: number; readonly child: ColumnLayout }
   | { readonly kind: 'struct'; readonly children: readonly ColumnLayout[] }
@@ -116,6 +120,9 @@ export function columnLayoutOf(field: Field, column = field.name): ColumnLayout 
     case Type.LargeUtf8:
     case Type.LargeBinary:
       return { kind: 'binary', offsetWidth: 8 };
+    case Type.Utf8View:
+    case Type.BinaryView:
+      return { kind: 'view' };
     case Type.List:
     case Type.Map:
       return { kind: 'list', offsetWidth: 4, child: childOf(type.children[0]!) };
@@ -151,7 +158,7 @@ export function columnLayoutOf(field: Field, column = field.name): ColumnLayout 
       };
     }
     default:
-      throw unsupported('view types (Utf8View, BinaryView, ListView) are not supported');
+      throw unsupported('this type is not supported');
   }
 }
 
@@ -185,15 +192,16 @@ export function dictionaryLayouts(layout: ColumnLayout, out: DictionaryLayout[] 
 }
 
 /** Whether a layout is one of the flat ones (no children, no dictionary). */
-export function isFlat(layout: ColumnLayout): layout is Extract<ColumnLayout, { kind: 'null' | 'fixed-width' | 'bool' | 'binary' }> {
-  return layout.kind === 'null' || layout.kind === 'fixed-width' || layout.kind === 'bool' || layout.kind === 'binary';
+export function isFlat(layout: ColumnLayout): layout is Extract<ColumnLayout, { kind: 'null' | 'fixed-width' | 'bool' | 'binary' | 'view' }> {
+  return layout.kind === 'null' || layout.kind === 'fixed-width' || layout.kind === 'bool' || layout.kind === 'binary' || layout.kind === 'view';
 }
 
 /**
  * Bytes a row of this column takes in a partition buffer, not counting
  * validity, variable-length data or nested children (Gluten's
  * fixedWidthBufferBytes_: a bool counts as a byte; a binary or list column
- * counts its offset; a union its type id and, dense, its offset).
+ * counts its offset, a view column its 16-byte view; a union its type id
+ * and, dense, its offset).
  */
 export function fixedBytesPerRow(layout: ColumnLayout): number {
   switch (layout.kind) {
@@ -205,6 +213,8 @@ export function fixedBytesPerRow(layout: ColumnLayout): number {
       return 1;
     case 'fixed-width':
       return layout.byteWidth;
+    case 'view':
+      return VIEW_BYTES;
     case 'binary':
     case 'list':
       return layout.offsetWidth;

@@ -1,5 +1,6 @@
 import type { Data, Vector } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
+import { viewValueOf, type ViewValue } from '../format/binary-view.js';
 import type { Codec } from '../format/codec.js';
 import { STORE_RAW, type CompressionPolicy } from '../format/compression-advisor.js';
 import { compressionBound, encodeRecordBatchMessage, type EncodedMessage, type FieldNodeInfo } from '../format/ipc-message.js';
@@ -283,6 +284,8 @@ function bitAt(bytes: Uint8Array, bit: number): number {
 /** Rows [0, n) of two flat columns hold the same values (and nulls). */
 function sameLeadingValues(x: SourceColumn, y: SourceColumn, n: number): boolean {
   const layout = x.layout;
+  const xViews = new DataView(x.bytes.buffer, x.bytes.byteOffset, x.bytes.byteLength);
+  const yViews = new DataView(y.bytes.buffer, y.bytes.byteOffset, y.bytes.byteLength);
   for (let i = 0; i < n; i++) {
     const xValid = x.validity === null ? 1 : bitAt(x.validity, x.bitOffset + i);
     const yValid = y.validity === null ? 1 : bitAt(y.validity, y.bitOffset + i);
@@ -304,9 +307,20 @@ function sameLeadingValues(x: SourceColumn, y: SourceColumn, n: number): boolean
         for (let b = 0; b < length; b++) if (x.bytes[xFrom + b] !== y.bytes[yFrom + b]) return false;
         break;
       }
+      case 'view': {
+        const xValue = viewValueOf(x.bytes, xViews, x.variadic, i, xView)!;
+        const yValue = viewValueOf(y.bytes, yViews, y.variadic, i, yView)!;
+        if (xValue.length !== yValue.length) return false;
+        for (let b = 0; b < xValue.length; b++) if (xValue.bytes[xValue.start + b] !== yValue.bytes[yValue.start + b]) return false;
+        break;
+      }
       default:
         break;
     }
   }
   return true;
 }
+
+// sameLeadingValues' views of value locations (the sources were checked by prepareSourceColumn, so every valid view resolves)
+const xView: ViewValue = { bytes: new Uint8Array(0), start: 0, length: 0 };
+const yView: ViewValue = { bytes: new Uint8Array(0), start: 0, length: 0 };

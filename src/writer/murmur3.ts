@@ -29,9 +29,9 @@
  * | Time32, Time64 (any unit)           | TimeType (Spark 4.1, nanos of day) | hashLong(nanos): s*1e9, ms*1e6, us*1e3, ns      |
  * | Duration (any unit)                 | DayTimeIntervalType (micros) | hashLong(micros): s*1e6, ms*1e3, us, floor(ns / 1e3) |
  * | Interval YEAR_MONTH                 | YearMonthIntervalType      | hashInt(months)                                        |
- * | Utf8, LargeUtf8                     | StringType (UTF8_BINARY)   | hashUnsafeBytes(utf8 bytes)                            |
- * | Binary, LargeBinary, FixedSizeBinary| BinaryType                 | hashUnsafeBytes(bytes)                                 |
- * | anything else (Interval DAY_TIME / MONTH_DAY_NANO, Utf8View, BinaryView, List, LargeList, FixedSizeList, Struct, Map, Union, Dictionary) | | not a hash key: `assertHashable` throws CS_UNSUPPORTED_KEY_TYPE |
+ * | Utf8, LargeUtf8, Utf8View           | StringType (UTF8_BINARY)   | hashUnsafeBytes(utf8 bytes)                            |
+ * | Binary, LargeBinary, BinaryView, FixedSizeBinary | BinaryType    | hashUnsafeBytes(bytes)                                 |
+ * | anything else (Interval DAY_TIME / MONTH_DAY_NANO, List, LargeList, FixedSizeList, Struct, Map, Union, Dictionary) | | not a hash key: `assertHashable` throws CS_UNSUPPORTED_KEY_TYPE |
  *
  * `hashUnsafeBytes` is Spark's legacy variant (the one `Murmur3Hash` uses, not `hashUnsafeBytes2`):
  * little-endian 4-byte blocks, then every tail byte mixed on its own as a *signed* byte, then
@@ -60,6 +60,7 @@ import {
   Type,
 } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
+import { viewValueOf, type ViewValue } from '../format/binary-view.js';
 
 /** The seed Spark's `HashPartitioning` passes to `Murmur3Hash`. */
 export const SPARK_HASH_SEED = 42;
@@ -129,8 +130,10 @@ function isHashable(type: DataType): boolean {
     case Type.Bool:
     case Type.Utf8:
     case Type.LargeUtf8:
+    case Type.Utf8View:
     case Type.Binary:
     case Type.LargeBinary:
+    case Type.BinaryView:
     case Type.FixedSizeBinary:
     case Type.Date:
     case Type.Time:
@@ -262,6 +265,10 @@ export function hashColumnInto(data: Data, hashes: Int32Array, column: string): 
 
     case Type.FixedSizeBinary:
       return fixedBinaryColumn(values as Uint8Array, (type as FixedSizeBinary).byteWidth, n, hashes, nulls, off);
+
+    case Type.Utf8View:
+    case Type.BinaryView:
+      return viewColumn(values as Uint8Array, data.variadicBuffers, n, hashes, nulls, off);
 
     default:
       // unreachable: assertHashable rejected everything else
@@ -619,6 +626,19 @@ function binaryColumn(
     for (let i = 0; i < n; i++) {
       if (isValid(nulls, off + i)) hashes[i] = hashBytes(bytes, offsets[i]!, offsets[i + 1]!, hashes[i]!);
     }
+  }
+}
+
+/** Utf8View / BinaryView: each value's bytes, inline in its view or in a variadic buffer. */
+function viewColumn(views: Uint8Array, variadic: readonly Uint8Array[], n: number, hashes: Int32Array, nulls: Uint8Array | null, off: number): void {
+  const view = new DataView(views.buffer, views.byteOffset, views.byteLength);
+  const value: ViewValue = { bytes: views, start: 0, length: 0 };
+  for (let i = 0; i < n; i++) {
+    if (nulls !== null && !isValid(nulls, off + i)) continue;
+    if (viewValueOf(views, view, variadic, i, value) === null) {
+      throw new ShuffleError('CS_INVALID_ARGUMENT', `the view of row ${i} of a key column points outside its ${variadic.length} variadic buffers`, { row: i });
+    }
+    hashes[i] = hashBytes(value.bytes, value.start, value.start + value.length, hashes[i]!);
   }
 }
 

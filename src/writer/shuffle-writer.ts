@@ -23,7 +23,7 @@ import { mergeBufferBytes } from '../spill/spill-file.js';
 import { binarySlackBytes, chunkRows, partitionBufferRows, targetCapacity } from './buffer-sizing.js';
 import { appendAccounted, onePartition } from './append-rows.js';
 import { BufferGrowth, nestedBytes } from './buffer-growth.js';
-import { ColumnBuffer, hasValidity } from './column-buffer.js';
+import { ColumnBuffer, hasData, hasValidity } from './column-buffer.js';
 import { childLayouts, columnLayoutOf, dictionaryLayouts, fixedBytesPerRow, type ColumnLayout } from './column-layout.js';
 import { DictionaryTracker } from './dictionary-tracker.js';
 import { InputStaging, MAX_STAGING_BYTES, MAX_STAGING_SHARE, MIN_STAGED_BATCHES, stagingTargetRows } from './input-staging.js';
@@ -31,8 +31,9 @@ import { createPartitioner, columnIndex, type Partitioner } from './partitioner.
 import { PartitionRows } from './partition-rows.js';
 import { sameSchema } from './same-schema.js';
 import { prepareSourceColumn, type SourceColumn } from './source-column.js';
-import { binaryBytesOf } from './split-binary.js';
+import { dataBytesOf } from './split-binary.js';
 import { splitPlanned, splitRange } from './split-column.js';
+import { viewBytes } from './split-view.js';
 import { planSplit, ScratchSelections, withScratchMemory, type RowSelection, type SplitPlan } from './split-plan.js';
 import { warmSource } from './warm-source.js';
 import {
@@ -559,7 +560,7 @@ export class ShuffleWriter implements Reclaimable {
     this.nestedBytesSeen = this.outputColumns.map(() => 0);
     this.flatRows = this.layouts.every((layout) => childLayouts(layout).length === 0);
     const { memLimit, memLimitFloor, numPartitions } = this.options;
-    this.binarySlack = binarySlackBytes(memLimit, memLimitFloor, numPartitions, this.layouts.filter((layout) => layout.kind === 'binary').length);
+    this.binarySlack = binarySlackBytes(memLimit, memLimitFloor, numPartitions, this.layouts.filter(hasData).length);
     const dictionaries = this.layouts.flatMap((layout) => dictionaryLayouts(layout));
     if (dictionaries.length > 0) {
       this.dictionaries = new DictionaryTracker(dictionaries, this.options.numPartitions, this.reservation, this.codec, this.advisor, this.options.dictionaryUpdates);
@@ -739,7 +740,7 @@ export class ShuffleWriter implements Reclaimable {
     this.rowsAveraged = rowsSeen;
     plans.forEach(({ src }, c) => {
       bytesPerRow += fixedBytesPerRow(src.layout);
-      if (src.layout.kind === 'binary') {
+      if (hasData(src.layout)) {
         this.binaryBytesSeen[c]! += binaryBytes(src, numRows);
         bytesPerRow += this.binaryBytesSeen[c]! / rowsSeen;
       } else if (src.children.length > 0) {
@@ -763,7 +764,7 @@ export class ShuffleWriter implements Reclaimable {
     let bytesPerRow = 0;
     for (const plan of plans) {
       bytesPerRow += fixedBytesPerRow(plan.src.layout);
-      if (plan.src.layout.kind === 'binary') bytesPerRow += binaryBytes(plan.src, rows) / rows;
+      if (hasData(plan.src.layout)) bytesPerRow += binaryBytes(plan.src, rows) / rows;
       else bytesPerRow += nestedBytes(plan) / rows;
     }
     return bytesPerRow;
@@ -926,7 +927,7 @@ export class ShuffleWriter implements Reclaimable {
     // tiny batches barely compress and cost a compression call per buffer (Gluten's compression threshold)
     const storedRaw = this.codec === null || buffer.filled < this.options.compressionMinRows;
     // a small uncompressed payload goes into the store's slabs (reserved with them) when they have room
-    const rawBytes = storedRaw ? rawPayloadBytes(nodes.length, bodyBuffers, this.codec) : 0;
+    const rawBytes = storedRaw ? rawPayloadBytes(nodes, bodyBuffers, this.codec) : 0;
     const range = storedRaw ? this.store.allocate(rawBytes) : null;
     // otherwise an arena of its own from the recycler (with room for prefixes and padding), plus the compressor's output
     const arena = this.arenaLength(storedRaw ? rawBytes : payloadArenaBound(raw, bodyBuffers.length));
@@ -1027,16 +1028,17 @@ function fitsAsItIs(buffer: PartitionBuffer, plans: readonly SplitPlan[], p: num
     const column = buffer.columns[c]!;
     if (plan.children.length > 0) return false;
     if (column.validity === null && plan.src.validity !== null && hasValidity(column.layout)) return false;
-    if (column.layout.kind === 'binary') {
+    if (hasData(column.layout)) {
       const { rowIds, starts } = plan.sel;
-      if (column.dataLength + binaryBytesOf(plan.src, rowIds, starts[p]! + skip, end ?? starts[p + 1]!) > column.data.byteLength) return false;
+      if (column.dataLength + dataBytesOf(plan.src, rowIds, starts[p]! + skip, end ?? starts[p + 1]!) > column.data.byteLength) return false;
     }
   }
   return true;
 }
 
-/** Value bytes of a binary column's first `rows` rows. */
+/** Value bytes of a binary column's first `rows` rows (a view column's: of its long values). */
 function binaryBytes(src: SourceColumn, rows: number): number {
+  if (src.layout.kind === 'view') return viewBytes(src, rows);
   return src.offsets![rows * src.offsetStride]! - src.offsets![0]!;
 }
 

@@ -1,4 +1,6 @@
 import type { Data, Vector } from 'apache-arrow';
+import { ShuffleError } from '../errors.js';
+import { VIEW_BYTES, viewValueOf, type ViewValue } from '../format/binary-view.js';
 import type { ColumnLayout } from './column-layout.js';
 
 /**
@@ -33,9 +35,12 @@ export interface SourceColumn {
   readonly children: readonly SourceColumn[];
   /** dictionary columns: the values the indices point into */
   readonly dictionary: Vector | null;
+  /** view columns: the variadic buffers their long values are in (`bytes` holds the views) */
+  readonly variadic: readonly Uint8Array[];
 }
 
 const NO_CHILDREN: readonly SourceColumn[] = Object.freeze([]);
+const NO_BUFFERS: readonly Uint8Array[] = Object.freeze([]);
 
 export function prepareSourceColumn(data: Data, layout: ColumnLayout): SourceColumn {
   const validity = data.nullCount > 0 && data.nullBitmap && data.nullBitmap.byteLength > 0 ? data.nullBitmap : null;
@@ -51,6 +56,7 @@ export function prepareSourceColumn(data: Data, layout: ColumnLayout): SourceCol
     offsetStride: 1 as const,
     children: NO_CHILDREN,
     dictionary: null,
+    variadic: NO_BUFFERS,
   };
   switch (layout.kind) {
     case 'null':
@@ -63,6 +69,12 @@ export function prepareSourceColumn(data: Data, layout: ColumnLayout): SourceCol
       return { ...base, ...words(asBytes(data.values)), dictionary: data.dictionary ?? null };
     case 'binary':
       return { ...base, bytes: asBytes(data.values), ...offsetsOf(data, layout.offsetWidth) };
+    case 'view': {
+      const views = asBytes(data.values).subarray(0, data.length * VIEW_BYTES);
+      const variadic = (data.variadicBuffers ?? NO_BUFFERS).map(asBytes);
+      assertViewsInBounds(views, variadic, validity, data.offset, data.length);
+      return { ...base, ...words(views), variadic };
+    }
     case 'list':
       return { ...base, ...offsetsOf(data, layout.offsetWidth), children: [prepareSourceColumn(data.children[0]!, layout.child)] };
     case 'fixed-size-list':
@@ -106,5 +118,26 @@ function assertOffsetsFitInt32(offsets: Int32Array, length: number): void {
   const low = offsets[length * 2] ?? 0;
   if (high !== 0 || low < 0) {
     throw new RangeError('a large binary or list column holds more than 2 GiB of data in one batch; split the batch');
+  }
+}
+
+/**
+ * Every non-null view of a batch must point inside its buffers: the split
+ * copies long values from where they say, and a view that points past its
+ * buffers would otherwise fail there as an untyped error, or copy stray bytes.
+ * Null slots are not read (they may hold anything).
+ */
+function assertViewsInBounds(views: Uint8Array, variadic: readonly Uint8Array[], validity: Uint8Array | null, bitOffset: number, length: number): void {
+  if (views.byteLength < length * VIEW_BYTES) {
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `a view column of ${length} rows has ${views.byteLength} bytes of views, not ${length * VIEW_BYTES}`);
+  }
+  const view = new DataView(views.buffer, views.byteOffset, views.byteLength);
+  const value: ViewValue = { bytes: views, start: 0, length: 0 };
+  for (let row = 0; row < length; row++) {
+    const bit = bitOffset + row;
+    if (validity !== null && ((validity[bit >>> 3]! >>> (bit & 7)) & 1) === 0) continue;
+    if (viewValueOf(views, view, variadic, row, value) === null) {
+      throw new ShuffleError('CS_INVALID_ARGUMENT', `the view of row ${row} points outside its column's buffers (${variadic.length} variadic buffers)`, { row });
+    }
   }
 }

@@ -1,6 +1,7 @@
 import type { SourceColumn } from './source-column.js';
 import type { ColumnBuffer } from './column-buffer.js';
 import { isContiguous } from './split-fixed-width.js';
+import { viewBytesOf } from './split-view.js';
 
 /** Values longer than this are copied with `set` (native memcpy beats the word loop for long values). */
 const LONG_VALUE_BYTES = 128;
@@ -115,6 +116,11 @@ function viewOf(bytes: Uint8Array): DataView {
     sourceViews.set(bytes, view);
   }
   return view;
+}
+
+/** Bytes a partition's data buffer must take in for rows rowIds[start, end) of a binary or view column. */
+export function dataBytesOf(src: SourceColumn, rowIds: Uint32Array, start: number, end: number): number {
+  return src.layout.kind === 'view' ? viewBytesOf(src, rowIds, start, end) : binaryBytesOf(src, rowIds, start, end);
 }
 
 /** Value bytes of the rows rowIds[start, end): what a partition's data buffer must take in. */

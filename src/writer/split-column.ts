@@ -5,6 +5,7 @@ import { splitBinary } from './split-binary.js';
 import { splitFixedWidth } from './split-fixed-width.js';
 import { splitRemappedIndices } from './split-dictionary.js';
 import { selectedRows, type SplitPlan } from './split-plan.js';
+import { splitView } from './split-view.js';
 
 /** Moves one flat column's rows of one partition (rowIds[start, end)) to row `dstRow` of its partition buffer. */
 export function splitColumn(
@@ -28,6 +29,9 @@ export function splitColumn(
       break;
     case 'binary':
       splitBinary(src, rowIds, start, end, dst, dstRow);
+      break;
+    case 'view':
+      splitView(src, rowIds, start, end, dst, dstRow);
       break;
   }
 }
@@ -70,6 +74,7 @@ export function splitPlanned(plan: SplitPlan, p: number, dst: ColumnBuffer, dstR
     case 'fixed-width':
     case 'bool':
     case 'binary':
+    case 'view':
     case 'dictionary':
       splitRange(plan, start + skip, end, dst, dstRow);
       return;

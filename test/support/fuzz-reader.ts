@@ -36,7 +36,7 @@ import { ShuffleReader } from '../../src/reader/shuffle-reader.js';
 import { rowLayoutOf } from '../../src/sort-writer/row-layout.js';
 import { createShuffleWriter, type WriterKind } from '../../src/writer-kind.js';
 import { Schema } from 'apache-arrow';
-import { batchOf, buildColumn, fixedByteWidth, isLargeOffsets, isVariableWidth, NO_BITMAP, schemaOf, sequenceColumn, TYPE_CASES, type ColumnSpec, type ValiditySpec } from './columns.js';
+import { batchOf, buildColumn, fixedByteWidth, isLargeOffsets, isVariableWidth, isView, NO_BITMAP, schemaOf, sequenceColumn, TYPE_CASES, type ColumnSpec, type ValiditySpec } from './columns.js';
 import { buildAny, randomType, type DictionaryContext } from './nested.js';
 import { Rng } from './random.js';
 import { rowsOf } from './rows.js';
@@ -512,6 +512,20 @@ function columnProblem(data: Data, rows: number): string | null {
   const width = fixedByteWidth(type);
   if (width !== null) {
     if (!values || values.byteLength < rows * width) return `values of ${values?.byteLength ?? 0} bytes for ${rows} rows of ${width} bytes`;
+    return null;
+  }
+  if (isView(type)) {
+    if (!values || values.byteLength < rows * 16) return `views of ${values?.byteLength ?? 0} bytes for ${rows} rows`;
+    const view = new DataView(values.buffer, values.byteOffset, values.byteLength);
+    for (let i = 0; i < rows; i++) {
+      if (!data.getValid(i)) continue;
+      const length = view.getInt32(i * 16, true);
+      if (length < 0) return `row ${i}'s view has length ${length}`;
+      if (length <= 12) continue;
+      const buffer = data.variadicBuffers[view.getInt32(i * 16 + 8, true)];
+      const at = view.getInt32(i * 16 + 12, true);
+      if (buffer === undefined || at < 0 || at + length > buffer.byteLength) return `row ${i}'s view points outside its ${data.variadicBuffers.length} variadic buffers`;
+    }
     return null;
   }
   if (isVariableWidth(type)) {

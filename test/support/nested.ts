@@ -30,6 +30,7 @@ import {
   Uint32,
   Uint8,
   Utf8,
+  Utf8View,
   Vector,
   makeData,
   type Data,
@@ -39,7 +40,7 @@ import { buildColumn, typeCase, type ValiditySpec } from './columns.js';
 import type { Rng } from './random.js';
 
 /** Flat leaves used inside nested types: a spread of widths and kinds (every flat type is covered by the flat suites). */
-const LEAVES = ['Null', 'Bool', 'Int8', 'Int32', 'Int64', 'Uint16', 'Float64', 'Decimal128(38,10)', 'DateDay', 'TimestampMicrosecond', 'IntervalMonthDayNano', 'FixedSizeBinary(3)', 'Utf8', 'Binary', 'LargeUtf8'];
+const LEAVES = ['Null', 'Bool', 'Int8', 'Int32', 'Int64', 'Uint16', 'Float64', 'Decimal128(38,10)', 'DateDay', 'TimestampMicrosecond', 'IntervalMonthDayNano', 'FixedSizeBinary(3)', 'Utf8', 'Binary', 'LargeUtf8', 'Utf8View', 'BinaryView'];
 const INDEX_TYPES = [() => new Int8(), () => new Int16(), () => new Int32(), () => new Int64(), () => new Uint8(), () => new Uint16(), () => new Uint32()];
 
 export type NestedKind = 'list' | 'large-list' | 'fixed-size-list' | 'struct' | 'map' | 'sparse-union' | 'dense-union' | 'dictionary';
@@ -64,7 +65,7 @@ export function nestedType(kind: NestedKind, rng: Rng, depth: number, nestRate =
     case 'struct':
       return new Struct(Array.from({ length: rng.int(1, 3) }, (_, i) => child(`f${i}`)));
     case 'map': {
-      const key = new Field('key', rng.chance(0.5) ? new Utf8() : new Int32(), false);
+      const key = new Field('key', rng.chance(0.5) ? (rng.chance(0.7) ? new Utf8() : new Utf8View()) : new Int32(), false);
       const value = child('value');
       return new Map_(new Field('entries', new Struct([key, value]), false) as never, rng.chance(0.3));
     }
@@ -77,7 +78,7 @@ export function nestedType(kind: NestedKind, rng: Rng, depth: number, nestRate =
       return kind === 'sparse-union' ? new SparseUnion(ids, fields) : new DenseUnion(ids, fields);
     }
     case 'dictionary': {
-      const values = rng.chance(0.7) ? typeCase(rng.pick(['Utf8', 'Int64', 'Float64', 'LargeUtf8', 'FixedSizeBinary(3)'])).make() : randomType(rng, depth - 1, nestRate, true);
+      const values = rng.chance(0.7) ? typeCase(rng.pick(['Utf8', 'Int64', 'Float64', 'LargeUtf8', 'FixedSizeBinary(3)', 'Utf8View'])).make() : randomType(rng, depth - 1, nestRate, true);
       return new Dictionary(values, rng.pick(INDEX_TYPES)() as Int32);
     }
   }

@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { Int16, Int32, Int8, Table, Uint8, makeData, tableFromIPC, tableToIPC, type DataType, type RecordBatch, type Schema } from 'apache-arrow';
 import type { CodecName } from '../../src/format/codec.js';
 import type { Partitioning } from '../../src/writer/partitioner.js';
-import { batchOf, buildColumn, NO_BITMAP, schemaOf, TYPE_CASES, type ColumnSpec, type ValiditySpec } from './columns.js';
+import { batchOf, buildColumn, containsView, NO_BITMAP, schemaOf, TYPE_CASES, type ColumnSpec, type ValiditySpec } from './columns.js';
 import { Rng } from './random.js';
 import type { WriterOptions } from './shuffle-harness.js';
 
@@ -159,7 +159,8 @@ export function build(c: RoundTripCase): Built {
       case 'ipc-then-sliced':
         return throughIpc(batch).slice(begin, end);
       case 'sliced-then-ipc':
-        return throughIpc(batch.slice(begin, end));
+        // arrow-js's IPC writer cannot take sliced view columns (containsView)
+        return schema.fields.some((f) => containsView(f.type)) ? throughIpc(batch).slice(begin, end) : throughIpc(batch.slice(begin, end));
     }
   });
 

@@ -11,7 +11,7 @@
  * absolute into the unsliced `values`.
  */
 import { Type, type Data, type RecordBatch } from 'apache-arrow';
-import { fixedByteWidth, isLargeOffsets, isVariableWidth } from './columns.js';
+import { fixedByteWidth, isLargeOffsets, isVariableWidth, isView } from './columns.js';
 
 const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'));
 
@@ -57,6 +57,19 @@ export function cellReader(data: Data): (i: number) => string {
   if (width !== null) {
     const bytes = bytesOf(data.values as ArrayBufferView);
     return (i) => (valid(i) ? hex(bytes, i * width, (i + 1) * width) : 'null');
+  }
+
+  if (isView(type)) {
+    // a view's bytes, inline or in a variadic buffer, written like a Utf8 cell: the same values compare equal across types
+    const views = bytesOf(data.values as ArrayBufferView);
+    const view = new DataView(views.buffer, views.byteOffset, views.byteLength);
+    return (i) => {
+      if (!valid(i)) return 'null';
+      const length = view.getInt32(i * 16, true);
+      if (length <= 12) return `"${hex(views, i * 16 + 4, i * 16 + 4 + length)}"`;
+      const at = view.getInt32(i * 16 + 12, true);
+      return `"${hex(data.variadicBuffers[view.getInt32(i * 16 + 8, true)]!, at, at + length)}"`;
+    };
   }
 
   if (isVariableWidth(type)) {
