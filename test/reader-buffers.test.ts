@@ -1,7 +1,8 @@
+import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Dictionary, Int32, Table, Utf8, makeVector, vectorFromArray, type RecordBatch } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { createShuffleWriter, ShuffleReader, type CodecName, type WriterKind } from '../src/index.js';
+import { createShuffleWriter, DEFAULT_READ_RUN_BYTES, LocalFileSource, outputPaths, ShuffleError, ShuffleReader, type CodecName, type OpenOptions, type WriterKind } from '../src/index.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
 
 /**
@@ -39,9 +40,14 @@ function input(): RecordBatch {
   }).batches[0]! as RecordBatch;
 }
 
-/** The input with its partition id: rows 0-999 to partition 0, 1000-1999 to 1, the rest round-robin over 2..7. */
+/** Row i's partition: rows 0-999 go to partition 0, 1000-1999 to 1, the rest round-robin over 2..7. */
+function partitionOf(i: number): number {
+  return i < ROWS / 2 ? Math.floor(i / (ROWS / 4)) : 2 + (i % (PARTITIONS - 2));
+}
+
+/** The input with its partition id (partitionOf). */
 function withPartitionIds(batch: RecordBatch): RecordBatch {
-  const pid = Int32Array.from({ length: ROWS }, (_, i) => (i < ROWS / 2 ? Math.floor(i / (ROWS / 4)) : 2 + (i % (PARTITIONS - 2))));
+  const pid = Int32Array.from({ length: ROWS }, (_, i) => partitionOf(i));
   return new Table({ ...Object.fromEntries(batch.schema.fields.map((f, c) => [f.name, batch.getChildAt(c)!])), pid: makeVector(pid) }).batches[0]! as RecordBatch;
 }
 
@@ -79,11 +85,19 @@ describe.each(CASES)('the %s writer\'s output with codec %s', (kind, codec) => {
     for await (const b of reader.readPartitions(0, PARTITIONS)) held.push(b);
     expect(rowsAsText(held)).toEqual(expected);
 
+    // in runs of two small partitions: every run after the second lands in a buffer an earlier run was read into
+    const inRuns = await ShuffleReader.open(prefix, { readRunBytes: 2 * Math.max(...lengths.slice(2)) });
+    const heldFromRuns: RecordBatch[] = [];
+    for await (const b of inRuns.readPartitions(0, PARTITIONS)) heldFromRuns.push(b);
+    await inRuns.close();
+    expect(rowsAsText(heldFromRuns)).toEqual(expected);
+
     // one partition at a time, on the same reader (its buffers now warm)
     const oneByOne: RecordBatch[] = [];
     for (let p = 0; p < PARTITIONS; p++) for await (const b of reader.readPartition(p)) oneByOne.push(b);
     expect(rowsAsText(oneByOne)).toEqual(expected);
     expect(rowsAsText(held)).toEqual(expected);
+    expect(rowsAsText(heldFromRuns)).toEqual(expected);
     await reader.close();
   });
 });
@@ -111,4 +125,124 @@ test('the float column really is stored raw under lz4, so the lz4 case reads raw
   // a raw buffer's 8-byte prefix is -1: FF x 8
   const text = Buffer.from(bytes).toString('hex');
   expect(text).toContain('ffffffffffffffff');
+});
+
+/** A reader over the output at `prefix` whose data source records every readInto as [offset, length]. */
+async function countingReader(prefix: string, options: OpenOptions = {}): Promise<{ reader: ShuffleReader; reads: [number, number][] }> {
+  const paths = outputPaths(prefix);
+  const data = await LocalFileSource.open(paths.data);
+  const reads: [number, number][] = [];
+  const readInto = data.readInto.bind(data);
+  data.readInto = (offset, target) => {
+    reads.push([offset, target.byteLength]);
+    return readInto(offset, target);
+  };
+  const reader = await ShuffleReader.fromSources({ data, index: await LocalFileSource.open(paths.index), checksum: await LocalFileSource.open(paths.checksum) }, options);
+  return { reader, reads };
+}
+
+/** The byte ranges [offset, length] of runs of partitions [start, end): neighbours joined while within `limit`, a larger one alone. */
+function expectedRuns(offsets: readonly number[], start: number, end: number, limit: number): [number, number][] {
+  const runs: [number, number][] = [];
+  for (let first = start; first < end; ) {
+    let last = first + 1;
+    while (last < end && offsets[last + 1]! - offsets[first]! <= limit) last++;
+    if (offsets[last]! > offsets[first]!) runs.push([offsets[first]!, offsets[last]! - offsets[first]!]);
+    first = last;
+  }
+  return runs;
+}
+
+describe('a range is read in runs of neighbouring partitions', () => {
+  test('by default the eight partitions (far under 4 MiB) come in one read', async () => {
+    const prefix = join(dir, 'out');
+    await writeOutput('hash', 'lz4', prefix);
+    const { reader, reads } = await countingReader(prefix);
+    const batches: RecordBatch[] = [];
+    for await (const b of reader.readPartitions(0, PARTITIONS)) batches.push(b);
+    const size = reader.offsets[PARTITIONS]!;
+    await reader.close();
+    expect(size).toBeLessThan(DEFAULT_READ_RUN_BYTES);
+    expect(reads).toEqual([[0, size]]);
+    expect(rowsAsText(batches)).toEqual(rowsAsText([input()]));
+  });
+
+  test.each([
+    ['0: one partition per read', () => 0],
+    ['just under partition 0: the two large partitions alone, the small ones together', (lengths: number[]) => lengths[0]! - 1],
+    ['three small partitions', (lengths: number[]) => 3 * Math.max(...lengths.slice(2))],
+  ])('readRunBytes %s', async (_, limitOf) => {
+    const prefix = join(dir, 'out');
+    await writeOutput('sort', 'lz4', prefix);
+    const probe = await ShuffleReader.open(prefix);
+    const lengths = Array.from({ length: PARTITIONS }, (_, p) => probe.partitionLength(p));
+    await probe.close();
+    const limit = limitOf(lengths);
+    const { reader, reads } = await countingReader(prefix, { readRunBytes: limit });
+    const batches: RecordBatch[] = [];
+    for await (const b of reader.readPartitions(1, PARTITIONS)) batches.push(b);
+    const runs = expectedRuns(reader.offsets, 1, PARTITIONS, limit);
+    await reader.close();
+    expect(reads).toEqual(runs);
+    if (limit === 0) expect(reads).toHaveLength(PARTITIONS - 1);
+    else expect(reads.length).toBeLessThan(PARTITIONS - 1);
+    const expected = rowsAsText([input()]).filter((row) => partitionOf(JSON.parse(row).id) !== 0);
+    expect(rowsAsText(batches)).toEqual(expected);
+  });
+
+  test('empty partitions inside and at the ends of a run are verified and skipped', async () => {
+    const prefix = join(dir, 'out');
+    const batch = input();
+    const pid = makeVector(Int32Array.from({ length: ROWS }, (_, i) => [1, 4, 5][i % 3]!));
+    const writer = await createShuffleWriter('hash', { numPartitions: PARTITIONS, partitioning: { kind: 'partition-id', column: 'pid' }, outputPrefix: prefix, codec: 'lz4' });
+    await writer.write(new Table({ ...Object.fromEntries(batch.schema.fields.map((f, c) => [f.name, batch.getChildAt(c)!])), pid }).batches[0]! as RecordBatch);
+    await writer.finish();
+    const { reader, reads } = await countingReader(prefix);
+    expect([0, 2, 3, 6, 7].map((p) => reader.partitionLength(p))).toEqual([0, 0, 0, 0, 0]);
+    const all: RecordBatch[] = [];
+    for await (const b of reader.readPartitions(0, PARTITIONS)) all.push(b);
+    const none: RecordBatch[] = [];
+    for await (const b of reader.readPartitions(6, PARTITIONS)) none.push(b);
+    await reader.close();
+    expect(rowsAsText(all)).toEqual(rowsAsText([batch]));
+    expect(none).toEqual([]);
+    expect(reads).toHaveLength(1); // the empty range [6, 8) reads nothing
+  });
+
+  test('a damaged partition in the middle of a run: the partitions before it come whole, then CS_CHECKSUM_MISMATCH names it', async () => {
+    const prefix = join(dir, 'out');
+    await writeOutput('hash', 'lz4', prefix);
+    const probe = await ShuffleReader.open(prefix);
+    const at = probe.offsets[3]! + Math.floor(probe.partitionLength(3) / 2);
+    await probe.close();
+    const file = await open(outputPaths(prefix).data, 'r+');
+    const byte = new Uint8Array(1);
+    await file.read(byte, 0, 1, at);
+    await file.write(Uint8Array.of(byte[0]! ^ 0xff), 0, 1, at);
+    await file.close();
+
+    const { reader, reads } = await countingReader(prefix);
+    const batches: RecordBatch[] = [];
+    let failure: unknown = null;
+    try {
+      for await (const b of reader.readPartitions(0, PARTITIONS)) batches.push(b);
+    } catch (error) {
+      failure = error;
+    }
+    await reader.close();
+    expect(reads).toHaveLength(1);
+    expect(failure).toBeInstanceOf(ShuffleError);
+    expect((failure as ShuffleError).code).toBe('CS_CHECKSUM_MISMATCH');
+    expect((failure as ShuffleError).where).toMatchObject({ partition: 3 });
+    const firstThree = rowsAsText([input()]).filter((row) => partitionOf(JSON.parse(row).id) < 3);
+    expect(rowsAsText(batches)).toEqual(firstThree);
+  });
+
+  test('readRunBytes must be an integer >= 0', async () => {
+    const prefix = join(dir, 'out');
+    await writeOutput('hash', 'none', prefix);
+    for (const bad of [-1, 1.5, Number.NaN]) {
+      await expect(ShuffleReader.open(prefix, { readRunBytes: bad })).rejects.toMatchObject({ code: 'CS_INVALID_ARGUMENT', message: expect.stringContaining('readRunBytes') });
+    }
+  });
 });
