@@ -186,8 +186,9 @@ export class ShuffleReader {
    * V8's collector threads: of 200 reads of 170 KB (500 k wide rows), most
    * were done when their turn came but some took 6-10 ms, and the loop waited
    * 70-130 ms for them, of 230-310 ms in all. Runs of 4 MiB waited 17-50 ms,
-   * mostly for the first run (medians, alternating in one process: 214 ms
-   * against 261; narrow rows 234 against 279).
+   * mostly for the first run (medians of 10 alternating rounds in one
+   * process: wide 234 ms against 298, narrow 203 against 260, nested 210
+   * against 247).
    *
    * The bytes are in a read buffer of this reader (`borrowed`: give it back
    * with giveReadBuffer once nothing views it) when the source can read into
