@@ -45,15 +45,15 @@ function partitionOf(i: number): number {
   return i < ROWS / 2 ? Math.floor(i / (ROWS / 4)) : 2 + (i % (PARTITIONS - 2));
 }
 
-/** The input with its partition id (partitionOf). */
-function withPartitionIds(batch: RecordBatch): RecordBatch {
+/** The input with a partition id column: row i goes to partitionOf(i). */
+function withPartitionIds(batch: RecordBatch, partitionOf: (i: number) => number): RecordBatch {
   const pid = Int32Array.from({ length: ROWS }, (_, i) => partitionOf(i));
   return new Table({ ...Object.fromEntries(batch.schema.fields.map((f, c) => [f.name, batch.getChildAt(c)!])), pid: makeVector(pid) }).batches[0]! as RecordBatch;
 }
 
 async function writeOutput(kind: WriterKind, codec: CodecName, prefix: string, maxBatchRows?: number): Promise<void> {
   const writer = await createShuffleWriter(kind, { numPartitions: PARTITIONS, partitioning: { kind: 'partition-id', column: 'pid' }, outputPrefix: prefix, codec, maxBatchRows });
-  await writer.write(withPartitionIds(input()));
+  await writer.write(withPartitionIds(input(), partitionOf));
   await writer.finish();
 }
 
@@ -193,9 +193,8 @@ describe('a range is read in runs of neighbouring partitions', () => {
   test('empty partitions inside and at the ends of a run are verified and skipped', async () => {
     const prefix = join(dir, 'out');
     const batch = input();
-    const pid = makeVector(Int32Array.from({ length: ROWS }, (_, i) => [1, 4, 5][i % 3]!));
     const writer = await createShuffleWriter('hash', { numPartitions: PARTITIONS, partitioning: { kind: 'partition-id', column: 'pid' }, outputPrefix: prefix, codec: 'lz4' });
-    await writer.write(new Table({ ...Object.fromEntries(batch.schema.fields.map((f, c) => [f.name, batch.getChildAt(c)!])), pid }).batches[0]! as RecordBatch);
+    await writer.write(withPartitionIds(batch, (i) => [1, 4, 5][i % 3]!));
     await writer.finish();
     const { reader, reads } = await countingReader(prefix);
     expect([0, 2, 3, 6, 7].map((p) => reader.partitionLength(p))).toEqual([0, 0, 0, 0, 0]);

@@ -173,10 +173,15 @@ export class ShuffleReader {
 
   /** The verified bytes of partition p: one complete Arrow IPC stream or sort-writer partition, or empty. */
   async partitionBytes(p: number): Promise<Uint8Array> {
-    const length = this.partitionLength(p);
-    const bytes = length === 0 ? new Uint8Array(0) : await this.sources.data.read(this.offsets[p]!, length);
+    const bytes = await this.readFresh(p);
     this.verify(p, bytes);
     return bytes;
+  }
+
+  /** Partition p's bytes in fresh memory, not verified. */
+  private async readFresh(p: number): Promise<Uint8Array> {
+    const length = this.partitionLength(p);
+    return length === 0 ? new Uint8Array(0) : this.sources.data.read(this.offsets[p]!, length);
   }
 
   /**
@@ -198,11 +203,8 @@ export class ShuffleReader {
    * verifies the checksums, partition by partition.
    */
   private async fetchRun(first: number, rangeEnd: number): Promise<PartitionRun> {
+    if (this.sources.data.readInto === undefined) return { first, end: first + 1, bytes: await this.readFresh(first), borrowed: false };
     const start = this.offsets[first]!;
-    if (this.sources.data.readInto === undefined) {
-      const length = this.partitionLength(first);
-      return { first, end: first + 1, bytes: length === 0 ? new Uint8Array(0) : await this.sources.data.read(start, length), borrowed: false };
-    }
     let end = first + 1;
     while (end < rangeEnd && this.offsets[end + 1]! - start <= this.readRunBytes) end++;
     const length = this.offsets[end]! - start;
@@ -263,13 +265,13 @@ export class ShuffleReader {
       const run = await fetching;
       fetching = fetch(run.end);
       const runStart = this.offsets[run.first]!;
+      // the decoders copy what their batches keep out of borrowed bytes (row partitions always do)
+      const options = { ...this.openOptions, borrowed: run.borrowed };
       for (let p = run.first; p < run.end; p++) {
         const bytes = run.bytes.subarray(this.offsets[p]! - runStart, this.offsets[p + 1]! - runStart);
         // an empty partition too is verified: its checksum must be that of nothing
         this.verify(p, bytes);
         if (bytes.byteLength === 0) continue;
-        // the decoders copy what their batches keep out of borrowed bytes (row partitions always do)
-        const options = { ...this.openOptions, borrowed: run.borrowed };
         const batches = isRowPartition(bytes) ? readRowPartition(bytes, this.location(p), options, this.rowHeaders) : readIpcStream(bytes, this.location(p), options);
         for await (const batch of batches) {
           if (schema === null) schema = batch.schema;
@@ -315,7 +317,7 @@ interface PartitionRun {
 }
 /** Read buffers a reader keeps for its next runs: the one being decoded and the one being read ahead. */
 const MAX_IDLE_READ_BUFFERS = 2;
-/** A larger read buffer (a partition this large) is let go after use rather than kept until close. */
+/** A larger read buffer (a run or a partition this large) is let go after use rather than kept until close. */
 const MAX_IDLE_READ_BUFFER_BYTES = 64 * 1024 * 1024;
 
 function hex(n: number): string {
