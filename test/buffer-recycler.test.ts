@@ -254,6 +254,35 @@ describe('writers take their large buffers from the pool', () => {
   );
 });
 
+describe('small partition buffers are reused too', () => {
+  let dir: string;
+  beforeEach(async () => (dir = await makeTempDir('cs-small-buffers-')));
+  afterEach(async () => removeDir(dir));
+
+  test('at P = 200 partition buffers of 4-64 KiB are taken, and a second task of the same input on the pool gets every one of them back from the first', async () => {
+    const P = 200;
+    const pool = new MemoryPool(GiB, { releaseIdleAfterMs: Number.POSITIVE_INFINITY });
+    const input = new MatrixInput({ sources: 2, sourceRows: 8192, batches: 8, label: [10, 30], seed: 21 });
+    const small = (bytes: number) => bytes >= 4 * 1024 && bytes < 64 * 1024;
+    const taken: ArrayBufferLike[][] = [];
+    for (let task = 0; task < 2; task++) {
+      const take = vi.spyOn(pool.recycler, 'take');
+      const prefix = join(dir, `task-${task}`);
+      const writer = await ShuffleWriter.create({ numPartitions: P, partitioning: MATRIX_PARTITIONING, outputPrefix: prefix, memoryPool: pool, spillDir: dir, mapId: task });
+      for (const batch of input.batches()) await writer.write(batch);
+      await writer.finish();
+      taken.push(take.mock.calls.flatMap(([bytes], i) => (small(bytes) ? [take.mock.results[i]!.value.buffer] : [])));
+      take.mockRestore();
+      expect((await checkOutput(prefix, input, P)).problems).toEqual([]);
+    }
+    const [first, second] = taken as [ArrayBufferLike[], ArrayBufferLike[]];
+    expect(first.length).toBeGreaterThanOrEqual(P);
+    const fromFirst = new Set(first);
+    expect(second.filter((buffer) => fromFirst.has(buffer)).length, 'small buffers the second task got from the first').toBe(second.length);
+    expect(second.length).toBe(first.length);
+  });
+});
+
 describe('writers created without a pool share the thread\'s default pool', () => {
   let dir: string;
   beforeEach(async () => (dir = await makeTempDir('cs-default-pool-')));

@@ -5,10 +5,15 @@
  * warm memory at 16 GB/s; see the platform facts), and under a tight limit a
  * writer drops and re-creates its buffers at every reclaim.
  *
- * Only buffers of at least `MIN_BYTES` are kept: smaller ones are cheap to
- * allocate and would only fill the lists. Lengths that a caller may choose
- * (payload arenas under a memory limit, binary data) are rounded up to a size class
- * (`recycledLength`), so that buffers of nearly the same size meet again.
+ * Only buffers of at least `MIN_BYTES` (4 KiB) are kept: smaller ones are
+ * cheap to allocate and would only fill the lists. A writer's partition
+ * buffers at P = 200 are mostly 16-64 KiB (1,700 of 32-64 KiB for 1 M nested
+ * rows). With a 64 KiB floor every task allocated them afresh; kept, they
+ * halved the collector's time in a write (wide 66 ms to 39, nested 69 to 27,
+ * narrow 57 to 24; medians of 8 alternating writes) and made the writes 4-10 %
+ * faster. Lengths that a caller may choose (payload arenas under a memory
+ * limit, binary data) are rounded up to a size class (`recycledLength`), so
+ * that buffers of nearly the same size meet again.
  *
  * Memory: idle buffers are the pool's `idle` bytes, part of what it holds
  * under its limit, so what the pool reports stays what exists. They are not
@@ -26,7 +31,7 @@
  */
 export class BufferRecycler {
   /** Buffers smaller than this are neither kept nor rounded. */
-  static readonly MIN_BYTES = 64 * 1024;
+  static readonly MIN_BYTES = 4 * 1024;
 
   /** idle arrays by length, each list oldest first; the Map iterates lengths from the one given back longest ago (give re-inserts) */
   private readonly idle = new Map<number, Uint8Array[]>();

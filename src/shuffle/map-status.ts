@@ -22,7 +22,7 @@ export interface MapTaskMetrics {
   transferredBytes?: number;
   copiedBytes?: number;
   /**
-   * For a task run in a worker: large buffers (64 KiB and up) the task got back
+   * For a task run in a worker: buffers (4 KiB and up) the task got back
    * from its thread's memory pool instead of allocating them, its own given back
    * after a spill and those an earlier task on the thread left.
    */
