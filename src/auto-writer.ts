@@ -7,8 +7,8 @@ import type { AnyShuffleWriter, WriterKind } from './writer-kind.js';
 /**
  * From this many partitions on, `auto` picks the sort writer at once: Gluten's
  * spark.gluten.sql.columnar.shuffle.sort.partitions.threshold. Here the sort
- * writer overtook the columnar one end to end at about 1,100-2,650 partitions
- * on narrow and nested rows and 260-370 on wide ones, in six runs
+ * writer overtook the columnar one end to end at about 1,100-3,150 partitions
+ * on narrow and nested rows and 260-530 on wide ones, in seven runs
  * (bench/RESULTS.md); Gluten's figure is kept as the conservative choice.
  */
 export const SORT_PARTITIONS_THRESHOLD = 4000;
@@ -19,10 +19,10 @@ export const SORT_PARTITIONS_THRESHOLD = 4000;
  * uncompressed (under compressionMinRows) behind an IPC header of its own.
  * Under the benchmark's tight limit (1/32 of the input) the buffers held 78
  * narrow rows, 38 nested and 19 wide at P = 200, and 15, 7 and 3 at P = 1000.
- * In three runs the sort writer was 2x to 5x faster end to end in every case
- * under 32 rows (wide at P = 200: 0.26-0.28 against 0.12-0.13 M rows/s, with
+ * In four runs the sort writer was 1.8x to 5x faster end to end in every case
+ * under 32 rows (wide at P = 200: 0.16-0.28 against 0.085-0.13 M rows/s, with
  * 42 MB written against 108); at 38 and 78 rows the two were within 25 % of
- * each other, the columnar writer ahead on narrow rows in all three.
+ * each other, the columnar writer ahead on narrow rows in all four.
  */
 export const MIN_HASH_BUFFER_ROWS = 32;
 
