@@ -1,12 +1,16 @@
 /**
- * One benchmark case: one shuffle of one input at one partition count,
- * codec and memory setting, timed with tinybench (write, then read, each
- * `iterations` times after `warmup` untimed runs; medians), with the output
- * size, spills and peak memory of the last write.
+ * One benchmark case: the three shuffles of one input at one partition
+ * count, codec and memory setting, timed in rounds with tinybench. Each
+ * round is one tinybench run of one iteration of every shuffle's write and
+ * then its read, in an order that rotates from round to round (columnar,
+ * sort, object; then sort, object, columnar; ...), so that drift on a shared
+ * machine hits every shuffle alike; the figures are medians over the rounds.
+ * The first round runs `warmup` untimed iterations of each first. Output
+ * size, spills and peak memory are those of each shuffle's last write.
  */
 import { join } from 'node:path';
 import type { RecordBatch, Schema } from 'apache-arrow';
-import { Bench } from 'tinybench';
+import { Bench, type TaskResult } from 'tinybench';
 import { createShuffleWriter, MemoryPool, ShuffleReader, type CodecName, type ShuffleWriteResult, type WriterKind } from '../src/index.js';
 import { readObjectRows, writeObjectRows } from './object-row-shuffle.js';
 
@@ -67,20 +71,31 @@ export function failedCase(spec: CaseSpec, input: Input, error: unknown): CaseRe
 }
 
 export interface Timing {
-  iterations: number;
+  /** timed runs of each shuffle's write and read, one per round */
+  rounds: number;
+  /** untimed runs of each before the first round */
   warmup: number;
 }
 
 const WRITER_OF: Record<Exclude<ShuffleName, 'object'>, WriterKind> = { columnar: 'hash', sort: 'sort' };
 
-export async function measureCase(spec: CaseSpec, input: Input, dir: string, timing: Timing): Promise<CaseResult> {
+/** A shuffle's write and read of one case, and what its last write reported. */
+interface Runner {
+  spec: CaseSpec;
+  input: Input;
+  write: () => Promise<void>;
+  /** rows read */
+  read: () => Promise<number>;
+  last: WriteFigures | null;
+}
+
+type WriteFigures = Pick<CaseResult, 'outputBytes' | 'spills' | 'spilledBytes' | 'peakMemoryBytes'>;
+
+function runnerOf(spec: CaseSpec, input: Input, dir: string): Runner {
   const prefix = join(dir, `${spec.shape}-${spec.shuffle}-p${spec.partitions}-${spec.codec}-${spec.memoryLimit ?? 'unlimited'}`);
-  // what the last write reported (a holder: the writes run inside tinybench's callbacks)
-  const last: { result: { outputBytes: number; spills: number; spilledBytes: number; peakMemoryBytes: number } | null } = { result: null };
-  let write: () => Promise<void>;
-  let read: () => Promise<number>;
+  const runner: Runner = { spec, input, write: async () => {}, read: async () => 0, last: null };
   if (spec.shuffle === 'object') {
-    write = async () => {
+    runner.write = async () => {
       const before = process.memoryUsage();
       let grouped = 0;
       const result = await writeObjectRows(input.batches, {
@@ -93,58 +108,103 @@ export async function measureCase(spec: CaseSpec, input: Input, dir: string, tim
           grouped = now.heapUsed + now.arrayBuffers - (before.heapUsed + before.arrayBuffers);
         },
       });
-      last.result = { outputBytes: result.bytesWritten, spills: 0, spilledBytes: 0, peakMemoryBytes: Math.max(0, grouped) };
+      runner.last = { outputBytes: result.bytesWritten, spills: 0, spilledBytes: 0, peakMemoryBytes: Math.max(0, grouped) };
     };
-    read = async () => {
+    runner.read = async () => {
       let rows = 0;
       for await (const batch of readObjectRows(prefix, input.schema, spec.codec)) rows += batch.numRows;
       return rows;
     };
-  } else {
-    const kind = WRITER_OF[spec.shuffle];
-    // one pool for every write of the case, as map tasks one after another share one: each write gets the buffers the last gave back
-    const pool = spec.memoryLimit === null ? undefined : new MemoryPool(spec.memoryLimit);
-    write = async () => {
-      const writer = await createShuffleWriter(kind, {
-        numPartitions: spec.partitions,
-        partitioning: { kind: 'hash', keys: [input.key] },
-        outputPrefix: prefix,
-        codec: spec.codec,
-        overwrite: true,
-        memoryPool: pool,
-        spillDir: dir,
-      });
-      for (const batch of input.batches) await writer.write(batch);
-      const result: ShuffleWriteResult = await writer.finish();
-      last.result = { outputBytes: result.bytesWritten, spills: result.spills, spilledBytes: result.spilledBytes, peakMemoryBytes: result.peakMemoryBytes };
-    };
-    read = async () => {
-      const reader = await ShuffleReader.open(prefix);
-      let rows = 0;
-      try {
-        for await (const batch of reader.readPartitions(0, reader.numPartitions)) rows += batch.numRows;
-      } finally {
-        await reader.close();
-      }
-      return rows;
-    };
+    return runner;
   }
-  const bench = new Bench({ iterations: timing.iterations, time: 0, warmupIterations: timing.warmup, warmupTime: 0 });
+  const kind = WRITER_OF[spec.shuffle];
+  // one pool for every write of the case, as map tasks one after another share one: each write gets the buffers the last gave back
+  const pool = spec.memoryLimit === null ? undefined : new MemoryPool(spec.memoryLimit);
+  runner.write = async () => {
+    const writer = await createShuffleWriter(kind, {
+      numPartitions: spec.partitions,
+      partitioning: { kind: 'hash', keys: [input.key] },
+      outputPrefix: prefix,
+      codec: spec.codec,
+      overwrite: true,
+      memoryPool: pool,
+      spillDir: dir,
+    });
+    for (const batch of input.batches) await writer.write(batch);
+    const result: ShuffleWriteResult = await writer.finish();
+    runner.last = { outputBytes: result.bytesWritten, spills: result.spills, spilledBytes: result.spilledBytes, peakMemoryBytes: result.peakMemoryBytes };
+  };
+  runner.read = async () => {
+    const reader = await ShuffleReader.open(prefix);
+    let rows = 0;
+    try {
+      for await (const batch of reader.readPartitions(0, reader.numPartitions)) rows += batch.numRows;
+    } finally {
+      await reader.close();
+    }
+    return rows;
+  };
+  return runner;
+}
+
+/**
+ * Measures `specs` (one case, one spec per shuffle; `inputOf` gives each its
+ * input) in `timing.rounds` rounds. A shuffle that fails under a memory
+ * limit (e.g. CS_MEMORY_LIMIT: the limit is below what it needs) is a result
+ * too (`failedCase`) and leaves the later rounds; without a limit, a failure
+ * throws.
+ */
+export async function measureCase(specs: readonly CaseSpec[], inputOf: (spec: CaseSpec) => Input, dir: string, timing: Timing): Promise<CaseResult[]> {
+  let runners = specs.map((spec) => runnerOf(spec, inputOf(spec), dir));
+  const times = new Map<Runner, { write: number[]; read: number[] }>(runners.map((r) => [r, { write: [], read: [] }]));
+  const failed = new Map<Runner, CaseResult>();
   // a full collection before every timed run, outside the timing (when node runs with --expose-gc, as npm run bench does):
-  // one case's garbage is not collected on the next case's time, and the object-row shuffle's memory sample starts clean
+  // one run's garbage is not collected on the next one's time, and the object-row shuffle's memory sample starts clean
   const collect = { beforeEach: () => (globalThis as { gc?: () => void }).gc?.() };
-  bench.add('write', write, collect);
-  bench.add('read', async () => {
-    const rows = await read();
-    if (rows !== input.rows) throw new Error(`${spec.shuffle}: read ${rows} rows, wrote ${input.rows}`);
-  }, collect);
-  await bench.run();
-  const [writeMs, readMs] = bench.tasks.map((task) => {
-    const result = task.result;
-    if (result.state === 'errored') throw new Error(`${spec.shuffle} ${task.name}: ${result.error.message}`, { cause: result.error });
-    if (result.state !== 'completed') throw new Error(`${spec.shuffle} ${task.name}: ${result.state}`);
-    return result.latency.p50;
+  for (let round = 0; round < timing.rounds && runners.length > 0; round++) {
+    const bench = new Bench({ iterations: 1, time: 0, warmupIterations: round === 0 ? timing.warmup : 0, warmupTime: 0, warmup: round === 0 && timing.warmup > 0 });
+    const order = runners.map((_, i) => runners[(i + round) % runners.length]!);
+    const tasks = order.map((runner) => {
+      const name = runner.spec.shuffle;
+      bench.add(`${name} write`, runner.write, collect);
+      bench.add(`${name} read`, async () => {
+        const rows = await runner.read();
+        if (rows !== runner.input.rows) throw new Error(`${name}: read ${rows} rows, wrote ${runner.input.rows}`);
+      }, collect);
+      return { runner, write: bench.getTask(`${name} write`)!, read: bench.getTask(`${name} read`)! };
+    });
+    await bench.run();
+    for (const { runner, write, read } of tasks) {
+      const writeMs = outcome(write.result, write.name);
+      const readMs = outcome(read.result, read.name);
+      if (typeof writeMs === 'number' && typeof readMs === 'number') {
+        times.get(runner)!.write.push(writeMs);
+        times.get(runner)!.read.push(readMs);
+        continue;
+      }
+      const cause = typeof writeMs === 'number' ? (readMs as Error) : writeMs;
+      if (runner.spec.memoryLimit === null) throw new Error(`${runner.spec.shuffle}: ${cause.message}`, { cause });
+      failed.set(runner, failedCase(runner.spec, runner.input, cause));
+    }
+    runners = runners.filter((runner) => !failed.has(runner));
+  }
+  return [...times.keys()].map((runner) => {
+    const failure = failed.get(runner);
+    if (failure !== undefined) return failure;
+    if (runner.last === null) throw new Error(`${runner.spec.shuffle}: the write never ran`);
+    const { write, read } = times.get(runner)!;
+    return { ...runner.spec, rows: runner.input.rows, inputBytes: runner.input.inputBytes, writeMs: median(write), readMs: median(read), ...runner.last };
   });
-  if (last.result === null) throw new Error(`${spec.shuffle}: the write never ran`);
-  return { ...spec, rows: input.rows, inputBytes: input.inputBytes, writeMs: writeMs!, readMs: readMs!, ...last.result };
+}
+
+/** A task's latency in its one run, or why it has none. */
+function outcome(result: TaskResult, name: string): number | Error {
+  if (result.state === 'completed') return result.latency.p50;
+  return result.state === 'errored' ? result.error : new Error(`${name}: ${result.state}`);
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }

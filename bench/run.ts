@@ -18,7 +18,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CodecName } from '../src/index.js';
-import { failedCase, measureCase, SHUFFLES, type CaseResult, type CaseSpec, type Input } from './measure.js';
+import { measureCase, SHUFFLES, type CaseResult, type CaseSpec, type Input, type ShuffleName } from './measure.js';
 import { derive, e2eRate, readRate, resultsMarkdown, summaryLines, throughputChart, writeRate, type SuiteMeta, type SuiteResults } from './report.js';
 import { batchesOf, inputBytesOf, SHAPES, type Shape, type ShapeName } from './shapes.js';
 import { spillComparison, SPILL_FRACTION } from './spill-comparison.js';
@@ -40,8 +40,8 @@ const shapeNames: ShapeName[] = argv.flatMap((a, i) => (a === '--shape' ? (argv[
 const selectedShapes = shapeNames.length > 0 ? [...new Set(shapeNames)] : (Object.keys(SHAPES) as ShapeName[]);
 
 const PROFILE = quick
-  ? { rows: { narrow: 100_000, wide: 25_000, nested: 50_000 }, objectFraction: 4, iterations: 1, warmup: 0, spillRounds: 1 }
-  : { rows: { narrow: 2_000_000, wide: 500_000, nested: 1_000_000 }, objectFraction: 8, iterations: 3, warmup: 1, spillRounds: 5 };
+  ? { rows: { narrow: 100_000, wide: 25_000, nested: 50_000 }, objectFraction: 4, rounds: 1, warmup: 0, spillRounds: 1 }
+  : { rows: { narrow: 2_000_000, wide: 500_000, nested: 1_000_000 }, objectFraction: 8, rounds: 3, warmup: 1, spillRounds: 5 };
 const PARTITION_COUNTS = [1, 8, 200, 1000, 4000, 10000];
 const CODECS: readonly CodecName[] = ['lz4', 'zstd', 'none'];
 const TIGHT_PARTITIONS = [200, 1000];
@@ -55,16 +55,18 @@ function inputOf(shape: Shape, rows: number): Input {
   return { shape: shape.name, key: shape.key, schema: shape.schema, batches, rows, inputBytes: inputBytesOf(batches) };
 }
 
-/** The matrix, in the order it runs. */
-function matrix(inputs: Record<string, { full: Input }>): CaseSpec[] {
-  const specs: CaseSpec[] = [];
+/** The matrix, in the order it runs: cases, each one spec per shuffle (measured together, in rounds). */
+function matrix(inputs: Record<string, { full: Input }>): CaseSpec[][] {
+  const cases: CaseSpec[][] = [];
+  const all = (shape: string, partitions: number, codec: CodecName, memoryLimit: number | null, shuffles: readonly ShuffleName[]) =>
+    cases.push(shuffles.map((shuffle) => ({ shape, shuffle, partitions, codec, memoryLimit })));
   for (const shape of Object.keys(inputs)) {
-    for (const partitions of PARTITION_COUNTS) for (const shuffle of SHUFFLES) specs.push({ shape, shuffle, partitions, codec: 'lz4', memoryLimit: null });
-    for (const codec of CODECS.filter((c) => c !== 'lz4')) for (const shuffle of SHUFFLES) specs.push({ shape, shuffle, partitions: 200, codec, memoryLimit: null });
+    for (const partitions of PARTITION_COUNTS) all(shape, partitions, 'lz4', null, SHUFFLES);
+    for (const codec of CODECS.filter((c) => c !== 'lz4')) all(shape, 200, codec, null, SHUFFLES);
     const limit = Math.max(TIGHT_FLOOR, Math.floor(inputs[shape]!.full.inputBytes / TIGHT_FRACTION));
-    for (const partitions of TIGHT_PARTITIONS) for (const shuffle of ['columnar', 'sort'] as const) specs.push({ shape, shuffle, partitions, codec: 'lz4', memoryLimit: limit });
+    for (const partitions of TIGHT_PARTITIONS) all(shape, partitions, 'lz4', limit, ['columnar', 'sort']);
   }
-  return specs;
+  return cases;
 }
 
 function line(c: CaseResult): string {
@@ -85,18 +87,12 @@ async function main(): Promise<void> {
   const cases: CaseResult[] = [];
   const spill = [];
   try {
-    for (const spec of matrix(inputs)) {
-      const input = spec.shuffle === 'object' ? inputs[spec.shape]!.object : inputs[spec.shape]!.full;
-      let result: CaseResult;
-      try {
-        result = await measureCase(spec, input, dir, { iterations: PROFILE.iterations, warmup: PROFILE.warmup });
-      } catch (error) {
-        // a tight limit may be below what a writer needs at that partition count: that is a result too
-        if (spec.memoryLimit === null) throw error;
-        result = failedCase(spec, input, error);
+    for (const specs of matrix(inputs)) {
+      const inputOfSpec = (spec: CaseSpec) => (spec.shuffle === 'object' ? inputs[spec.shape]!.object : inputs[spec.shape]!.full);
+      for (const result of await measureCase(specs, inputOfSpec, dir, { rounds: PROFILE.rounds, warmup: PROFILE.warmup })) {
+        cases.push(result);
+        console.log(line(result));
       }
-      cases.push(result);
-      console.log(line(result));
     }
     const narrow = inputs['narrow']?.full;
     for (const writer of ['hash', 'sort'] as const) {
@@ -117,7 +113,7 @@ async function main(): Promise<void> {
     rows: Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, v.full.rows])),
     objectRows: Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, v.object.rows])),
     inputBytes: Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, v.full.inputBytes])),
-    iterations: PROFILE.iterations,
+    rounds: PROFILE.rounds,
     warmup: PROFILE.warmup,
     partitionCounts: PARTITION_COUNTS,
     tightFraction: TIGHT_FRACTION,

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { Bench } from 'tinybench';
 import { createShuffleWriter, MemoryPool, ShuffleReader, type CodecName, type ShuffleWriteResult, type WriterKind } from '../src/index.js';
+import { median } from './measure.js';
 
 export const SPILL_PARTITIONS = 200;
 export const SPILL_FRACTION = 32;
@@ -100,10 +101,4 @@ export async function spillComparison(writer: WriterKind, key: string, batches: 
   const unlimited = summary('unlimited', null);
   const limited = summary('limited', limit);
   return { writer, partitions: SPILL_PARTITIONS, codec, rows: totalRows, inputBytes, rounds, unlimited, limited, ratio: limited.writeMs / unlimited.writeMs };
-}
-
-export function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
