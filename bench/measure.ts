@@ -52,10 +52,12 @@ export interface CaseResult extends CaseSpec {
   spilledBytes: number;
   /**
    * columnar and sort: the most the writer had reserved in its memory pool
-   * (what it held, exactly); object: growth of heap + ArrayBuffers from the
-   * start of the write to the moment every row is grouped (when the shuffle
-   * holds the most), sampled without a collection (garbage not yet collected
-   * counts too)
+   * (what it held, exactly); object: growth of the JS heap from the start of
+   * the write to the moment every row is grouped (when the shuffle holds the
+   * most; its rows are heap objects), sampled without a collection (garbage
+   * not yet collected counts too). Not ArrayBuffers: V8 frees their memory
+   * on a background thread after a collection, so the previous run's buffers
+   * may still count at the start and be gone by the sample.
    */
   peakMemoryBytes: number;
   /** set when the shuffle could not run the case (e.g. CS_MEMORY_LIMIT: the limit is below what it needs); the figures are then NaN */
@@ -105,7 +107,7 @@ function runnerOf(spec: CaseSpec, input: Input, dir: string): Runner {
         outputPrefix: prefix,
         onGrouped: () => {
           const now = process.memoryUsage();
-          grouped = now.heapUsed + now.arrayBuffers - (before.heapUsed + before.arrayBuffers);
+          grouped = now.heapUsed - before.heapUsed;
         },
       });
       runner.last = { outputBytes: result.bytesWritten, spills: 0, spilledBytes: 0, peakMemoryBytes: Math.max(0, grouped) };

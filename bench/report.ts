@@ -188,7 +188,7 @@ batches of 8192 rows.
 commit. "read" reads every partition back into RecordBatches (checksums, decompression, decoding).
 "end to end" is rows / (write + read). MB/s are input MB (Arrow buffers) per second. "peak memory" is the
 writer's peak reservation in its memory pool (exact accounting) for the two library writers, and the sampled
-growth of the JS heap and ArrayBuffers once all rows are grouped for the object-row shuffle.
+growth of the JS heap once all rows are grouped for the object-row shuffle (its rows are heap objects).
 Without a memory limit the two library writers run on the process's default pool, as map tasks created without
 a pool do: each timed write gets the large buffers the one before it gave back (at most 256 MiB of them), as one
 task after another of a job would; with a limit, the writes of a case share a pool of that limit.
