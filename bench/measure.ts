@@ -5,13 +5,15 @@
  * then its read, in an order that rotates from round to round (columnar,
  * sort, object; then sort, object, columnar; ...), so that drift on a shared
  * machine hits every shuffle alike; the figures are medians over the rounds.
- * The first round runs `warmup` untimed iterations of each first. Output
- * size, spills and peak memory are those of each shuffle's last write.
+ * The first round runs `warmup` untimed iterations of each first. Each
+ * timed write creates its output anew (freshOutput). Output size, spills and
+ * peak memory are those of each shuffle's last write.
  */
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { Bench, type TaskResult } from 'tinybench';
-import { createShuffleWriter, MemoryPool, ShuffleReader, type CodecName, type ShuffleWriteResult, type WriterKind } from '../src/index.js';
+import { createShuffleWriter, MemoryPool, outputPaths, ShuffleReader, type CodecName, type ShuffleWriteResult, type WriterKind } from '../src/index.js';
 import { readObjectRows, writeObjectRows } from './object-row-shuffle.js';
 
 /** The three shuffles: the columnar (hash) writer, the sort-based row writer, the naive object-row shuffle. */
@@ -85,6 +87,8 @@ const WRITER_OF: Record<Exclude<ShuffleName, 'object'>, WriterKind> = { columnar
 interface Runner {
   spec: CaseSpec;
   input: Input;
+  /** the prefix of the output files its write creates */
+  prefix: string;
   write: () => Promise<void>;
   /** rows read */
   read: () => Promise<number>;
@@ -95,7 +99,7 @@ type WriteFigures = Pick<CaseResult, 'outputBytes' | 'spills' | 'spilledBytes' |
 
 function runnerOf(spec: CaseSpec, input: Input, dir: string): Runner {
   const prefix = join(dir, `${spec.shape}-${spec.shuffle}-p${spec.partitions}-${spec.codec}-${spec.memoryLimit ?? 'unlimited'}`);
-  const runner: Runner = { spec, input, write: async () => {}, read: async () => 0, last: null };
+  const runner: Runner = { spec, input, prefix, write: async () => {}, read: async () => 0, last: null };
   if (spec.shuffle === 'object') {
     runner.write = async () => {
       const before = process.memoryUsage();
@@ -162,13 +166,13 @@ export async function measureCase(specs: readonly CaseSpec[], inputOf: (spec: Ca
   const failed = new Map<Runner, CaseResult>();
   // a full collection before every timed run, outside the timing (when node runs with --expose-gc, as npm run bench does):
   // one run's garbage is not collected on the next one's time, and the object-row shuffle's memory sample starts clean
-  const collect = { beforeEach: () => (globalThis as { gc?: () => void }).gc?.() };
+  const collect = { beforeEach: collectGarbage };
   for (let round = 0; round < timing.rounds && runners.length > 0; round++) {
     const bench = new Bench({ iterations: 1, time: 0, warmupIterations: round === 0 ? timing.warmup : 0, warmupTime: 0, warmup: round === 0 && timing.warmup > 0 });
     const order = runners.map((_, i) => runners[(i + round) % runners.length]!);
     const tasks = order.map((runner) => {
       const name = runner.spec.shuffle;
-      bench.add(`${name} write`, runner.write, collect);
+      bench.add(`${name} write`, runner.write, { beforeEach: () => freshOutput(runner.prefix) });
       bench.add(`${name} read`, async () => {
         const rows = await runner.read();
         if (rows !== runner.input.rows) throw new Error(`${name}: read ${rows} rows, wrote ${runner.input.rows}`);
@@ -197,6 +201,22 @@ export async function measureCase(specs: readonly CaseSpec[], inputOf: (spec: Ca
     const { write, read } = times.get(runner)!;
     return { ...runner.spec, rows: runner.input.rows, inputBytes: runner.input.inputBytes, writeMs: median(write), readMs: median(read), ...runner.last };
   });
+}
+
+function collectGarbage(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
+/**
+ * Before a timed write, outside its timing: removes the output the last
+ * write left at `prefix`, as a map task writes a new one (replacing it cost
+ * the write 25-60 ms of freeing the old file's 30-100 MB, in the rename or
+ * truncation), then collects garbage.
+ */
+export async function freshOutput(prefix: string): Promise<void> {
+  const paths = outputPaths(prefix);
+  await Promise.all([paths.data, paths.index, paths.checksum].map((path) => rm(path, { force: true })));
+  collectGarbage();
 }
 
 /** A task's latency in its one run, or why it has none. */

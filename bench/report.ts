@@ -187,7 +187,9 @@ flag, a bool, 3 dates, two short strings, a 10-43 B comment), ${meta.rows['wide'
 the list and struct level), ${meta.rows['nested']?.toLocaleString('en-US') ?? 'no'} rows, ${mb(meta.inputBytes['nested'] ?? 0)} MB;
 batches of 8192 rows.
 "write" is end to end: create, partition, encode/split, sort, compress, write the data, index and checksum files,
-commit. "read" reads every partition back into RecordBatches (checksums, decompression, decoding).
+commit; it creates a new output, as a map task does (the last write's output is removed before it, untimed:
+replacing it cost 25-60 ms more per write). "read" reads every partition back into RecordBatches (checksums,
+decompression, decoding).
 "end to end" is rows / (write + read). MB/s are input MB (Arrow buffers) per second. "peak memory" is the
 writer's peak reservation in its memory pool (exact accounting) for the two library writers, and the sampled
 growth of the JS heap once all rows are grouped for the object-row shuffle (its rows are heap objects).
@@ -287,7 +289,7 @@ function spillMarkdown(s: SpillResult): string {
   return `## Spilling under a memory limit: the ${writer}
 
 The same input (narrow, ${s.rows.toLocaleString('en-US')} rows) at P = ${s.partitions}, ${s.codec}: unlimited memory against a pool of ${label} of the input's
-${mb(s.inputBytes)} MB, alternating (${s.rounds} rounds, median; the first after a warm-up of each). Spill files go to the OS temp directory.
+${mb(s.inputBytes)} MB, alternating (${s.rounds} rounds, median; the first after a warm-up of each; each write creates a new output). Spill files go to the OS temp directory.
 
 | memory limit | write ms | write M rows/s | vs unlimited | spills | spilled MB | peak memory MiB | output MB |
 | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |

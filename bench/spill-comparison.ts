@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { Bench } from 'tinybench';
 import { createShuffleWriter, MemoryPool, ShuffleReader, type CodecName, type ShuffleWriteResult, type WriterKind } from '../src/index.js';
-import { median } from './measure.js';
+import { freshOutput, median } from './measure.js';
 
 export const SPILL_PARTITIONS = 200;
 export const SPILL_FRACTION = 32;
@@ -70,7 +70,7 @@ export async function spillComparison(writer: WriterKind, key: string, batches: 
   ];
   for (let round = 0; round < rounds; round++) {
     const bench = new Bench({ iterations: 1, time: 0, warmupIterations: round === 0 ? 1 : 0, warmupTime: 0 });
-    for (const c of round % 2 === 0 ? cases : [...cases].reverse()) bench.add(c.name, c.run);
+    for (const c of round % 2 === 0 ? cases : [...cases].reverse()) bench.add(c.name, c.run, { beforeEach: () => freshOutput(`${prefix}-${c.name}`) });
     await bench.run();
     for (const task of bench.tasks) {
       const result = task.result;
