@@ -4,7 +4,7 @@
  * damaged file could produce) is CS_CORRUPT_DATA saying what is wrong, never a crash,
  * a wrong value or an out-of-bounds read.
  */
-import { DenseUnion, Dictionary, Field, FixedSizeList, Int32, List, Schema, SparseUnion, Struct, Utf8 } from 'apache-arrow';
+import { DenseUnion, Dictionary, Field, FixedSizeList, Int32, List, Schema, SparseUnion, Struct, Utf8, Utf8View } from 'apache-arrow';
 import { describe, expect, test } from 'vitest';
 import { ShuffleError } from '../src/errors.js';
 import { encodeRecordBatchMessage, encodeSchemaMessage, END_OF_STREAM, type FieldNodeInfo } from '../src/format/ipc-message.js';
@@ -46,6 +46,22 @@ describe('inconsistent nested columns are CS_CORRUPT_DATA', () => {
     const schema = new Schema([new Field('l', list)]);
     const bytes = await streamOf(schema, { rows: 2, nodes: [node(2), node(3)], buffers: [NONE, i32(0, 1, 9), NONE, i32(1, 2, 3)] });
     expect((await readError(bytes)).message).toMatch(/last offset 9 lies beyond its 3 child rows/);
+  });
+
+  // arrow-js loads a view column with its null count unknown, whatever the message says, and counts the
+  // bitmap's zero bits when asked for it: past the bitmap's end if it is short and nothing checked it first
+  test.each([
+    ['at the top level', false],
+    ['as a struct child', true],
+  ])('a Utf8View column %s whose validity bitmap is shorter than its rows', async (_, nested) => {
+    const views = new Uint8Array(20 * 16); // 20 empty inline values
+    const column = { length: 20, nullCount: 3, variadicBuffers: 0 };
+    const field = new Field('v', new Utf8View(), true);
+    const schema = new Schema([nested ? new Field('s', new Struct([field])) : field]);
+    const body = nested
+      ? { rows: 20, nodes: [node(20), column], buffers: [NONE, new Uint8Array([0xf8]), views] }
+      : { rows: 20, nodes: [column], buffers: [new Uint8Array([0xf8]), views] };
+    expect((await readError(await streamOf(schema, body))).message).toMatch(/validity bitmap holds 8 bits for 20 rows/);
   });
 
   test('a list whose offsets decrease', async () => {

@@ -8,7 +8,7 @@ import { VIEW_BYTES, viewValueOf, type ViewValue } from './binary-view.js';
  * and Arrow C++ do the same checks before handing data out), at every nesting
  * level:
  *
- * - validity, when there are nulls, covers offset + length bits;
+ * - validity, when present (not empty), covers offset + length bits;
  * - fixed-width values and dictionary indices cover offset + length rows, booleans bits;
  * - binary and list offsets cover length + 1 entries, start at or above 0,
  *   never decrease, and stay within the data buffer or the child;
@@ -37,7 +37,10 @@ function check(data: Data, layout: ColumnLayout, rows: number): string | null {
   if (layout.kind === 'null') return null;
   const length = data.length;
   const bitmap = data.nullBitmap;
-  if (data.nullCount > 0 && bitmap !== undefined && bitmap !== null && bitmap.byteLength > 0 && bitmap.byteLength * 8 < rows) {
+  // before anything reads data.nullCount: a null count the message left unknown (negative) makes arrow-js
+  // count the bitmap's zero bits, and a short bitmap throws a RangeError there. A bitmap that is present
+  // must cover the rows whatever the null count says (as Arrow C++'s ValidateArray checks buffer sizes).
+  if (bitmap !== undefined && bitmap !== null && bitmap.byteLength > 0 && bitmap.byteLength * 8 < rows) {
     return `its validity bitmap holds ${bitmap.byteLength * 8} bits for ${rows} rows`;
   }
   const values = data.values as ArrayBufferView | undefined;
