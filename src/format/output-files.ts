@@ -58,6 +58,7 @@ export function crc32cOf(chunks: Iterable<Uint8Array>, initial = 0): number {
 }
 
 const MAX_IOVECS = 512; // chunks gathered before a writev
+const WRITE_BYTES = 1 << 20; // bytes gathered before a write
 
 /**
  * Writes the data file partition by partition under a temporary name, then
@@ -67,7 +68,14 @@ const MAX_IOVECS = 512; // chunks gathered before a writev
  *
  * Protocol: `create`, then for p = 0..P-1 in ascending order one
  * `beginPartition(p)`, any number of `append`, one `endPartition()`; then
- * `commit()` or `abort()`.
+ * `commit()` or `abort()`. Appended bytes must stay unchanged until a
+ * `flush()` (or the commit) has settled.
+ *
+ * Appended chunks are gathered and written with writev, one write at a time,
+ * in the background: `append` starts a write of what it gathered and returns
+ * (waiting only for the write before it), so the caller goes on gathering (and
+ * waiting for the compressions of the next payloads) while the file system
+ * copies. A write that fails is reported by the next `append`, `flush` or `commit`.
  */
 export class DataFileWriter {
   readonly paths: OutputPaths;
@@ -76,6 +84,8 @@ export class DataFileWriter {
   private position = 0;
   private pending: Uint8Array[] = [];
   private pendingBytes = 0;
+  /** the write on its way, if any (its bytes are counted in `position` already) */
+  private writing: Promise<void> | null = null;
   private partition = -1;
   private partitionStart = 0;
   private crc = 0;
@@ -122,7 +132,7 @@ export class DataFileWriter {
     this.crc = crc32c(chunk, this.crc);
     this.pending.push(chunk);
     this.pendingBytes += chunk.byteLength;
-    if (this.pending.length >= MAX_IOVECS || this.pendingBytes >= 1 << 20) await this.flush();
+    if (this.pending.length >= MAX_IOVECS || this.pendingBytes >= WRITE_BYTES) await this.startWrite();
   }
 
   /** Appends and writes at once, so the caller may reuse `chunk`'s memory when this returns. */
@@ -142,17 +152,29 @@ export class DataFileWriter {
 
   /** Writes everything appended so far: the appended chunks' memory may be reused when it returns. */
   async flush(): Promise<void> {
+    await this.startWrite();
+    await this.writing;
+    this.writing = null;
+  }
+
+  /** Waits for the write on its way (throwing its error), then starts writing what is gathered. */
+  private async startWrite(): Promise<void> {
+    await this.writing;
     if (this.pending.length === 0) return;
     const chunks = this.pending;
+    const position = this.position;
     this.pending = [];
-    const bytes = this.pendingBytes;
+    this.position += this.pendingBytes;
     this.pendingBytes = 0;
-    try {
-      await writeChunks(this.handle!, chunks, this.position);
-    } catch (cause) {
-      throw ioError('write the data file', this.temp.data, cause);
-    }
-    this.position += bytes;
+    const handle = this.handle!;
+    const path = this.temp.data;
+    this.writing = writeChunks(handle, chunks, position).then(
+      () => undefined,
+      (cause: unknown) => {
+        throw ioError('write the data file', path, cause);
+      },
+    );
+    this.writing.catch(() => undefined); // reported where it is awaited next, not as an unhandled rejection
   }
 
   /** Writes the index and checksum files and renames all three into place. */
@@ -190,6 +212,8 @@ export class DataFileWriter {
 
   /** Closes and removes the temporary files; safe to call more than once. */
   async abort(): Promise<void> {
+    await this.writing?.catch(() => undefined); // the descriptor must outlive the write on its way
+    this.writing = null;
     const handle = this.handle;
     this.handle = null;
     await handle?.close().catch(() => undefined);

@@ -1,0 +1,154 @@
+/**
+ * DataFileWriter's claims: appended chunks reach the data file in order, whatever
+ * the writes they are gathered into, and the index and checksums describe each
+ * partition; `append` starts a write and returns without waiting for it (the
+ * merge goes on meanwhile), one write at a time; a write that fails is reported
+ * by the next call as CS_IO naming the file; abort waits for the write on its way
+ * before it closes the file, and leaves nothing behind.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { crc32c } from '@node-rs/crc32';
+import { afterEach, beforeEach, expect, test, vi } from 'vitest';
+import { ShuffleError } from '../src/errors.js';
+import { DataFileWriter } from '../src/format/output-files.js';
+import { writeChunks } from '../src/format/write-chunks.js';
+import { makeTempDir, removeDir } from './support/temp-dir.js';
+
+vi.mock('../src/format/write-chunks.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../src/format/write-chunks.js')>();
+  return { ...actual, writeChunks: vi.fn(actual.writeChunks) };
+});
+const realWriteChunks = (await vi.importActual<typeof import('../src/format/write-chunks.js')>('../src/format/write-chunks.js')).writeChunks;
+
+let dir: string;
+beforeEach(async () => (dir = await makeTempDir('cs-data-file-')));
+afterEach(async () => {
+  vi.mocked(writeChunks).mockReset().mockImplementation(realWriteChunks);
+  await removeDir(dir);
+});
+
+const MiB = 1 << 20;
+
+/** Deterministic bytes: chunk i of a partition is filled from a small PRNG. */
+function chunkOf(seed: number, bytes: number): Uint8Array {
+  const chunk = new Uint8Array(bytes);
+  let x = seed >>> 0 || 1;
+  for (let i = 0; i < bytes; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    chunk[i] = x & 0xff;
+  }
+  return chunk;
+}
+
+function concat(chunks: readonly Uint8Array[]): Uint8Array {
+  return Buffer.concat(chunks.map((c) => Buffer.from(c.buffer, c.byteOffset, c.byteLength)));
+}
+
+/** A promise and the functions that settle it. */
+function gate(): { promise: Promise<void>; open: () => void; fail: (error: Error) => void } {
+  let open!: () => void;
+  let fail!: (error: Error) => void;
+  const promise = new Promise<void>((resolve, reject) => {
+    open = resolve;
+    fail = reject;
+  });
+  return { promise, open, fail };
+}
+
+test('chunks appended across many writes reach the data file in order; the index and checksums describe each partition', async () => {
+  // partition 0: large chunks (writes of more than a MiB each), 1: empty, 2: 1,500 small chunks (more than one writev takes)
+  const partitions: Uint8Array[][] = [
+    [300_000, 900_000, 1, 2 * MiB, 77, 650_000].map((bytes, i) => chunkOf(i + 1, bytes)),
+    [],
+    Array.from({ length: 1500 }, (_, i) => chunkOf(1000 + i, 1 + ((i * 37) % 700))),
+  ];
+  const writer = await DataFileWriter.create(join(dir, 'out'));
+  for (const [p, chunks] of partitions.entries()) {
+    writer.beginPartition(p);
+    for (const chunk of chunks) await writer.append(chunk);
+    writer.endPartition();
+  }
+  const { partitionLengths, checksums, bytesWritten } = await writer.commit();
+
+  const expected = partitions.map(concat);
+  const data = new Uint8Array(await readFile(join(dir, 'out.data')));
+  expect(data.byteLength).toBe(bytesWritten);
+  expect(Buffer.compare(data, concat(expected))).toBe(0);
+  expect(partitionLengths).toEqual(expected.map((bytes) => bytes.byteLength));
+  expect(checksums).toEqual(expected.map((bytes) => (bytes.byteLength === 0 ? 0 : crc32c(Buffer.from(bytes)) >>> 0)));
+  const index = new DataView((await readFile(join(dir, 'out.index'))).buffer);
+  const offsets = Array.from({ length: 4 }, (_, i) => Number(index.getBigInt64(i * 8, false)));
+  expect(offsets).toEqual([0, expected[0]!.byteLength, expected[0]!.byteLength, data.byteLength]);
+  expect(vi.mocked(writeChunks).mock.calls.length, 'writes').toBeGreaterThan(4);
+});
+
+test('append starts a write and returns before it completes; the next write waits for it, so one write is on its way at a time', async () => {
+  const first = gate();
+  vi.mocked(writeChunks).mockImplementationOnce(async (...args) => {
+    await first.promise;
+    return realWriteChunks(...args);
+  });
+  const writer = await DataFileWriter.create(join(dir, 'out'));
+  writer.beginPartition(0);
+  const a = chunkOf(1, MiB);
+  await writer.append(a); // gathers a MiB: starts the first write, held at the gate
+  expect(vi.mocked(writeChunks)).toHaveBeenCalledTimes(1);
+
+  const b = chunkOf(2, MiB);
+  let secondReturned = false;
+  const second = writer.append(b).then(() => (secondReturned = true)); // must wait for the first write
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  expect(secondReturned, 'an append that starts a write while one is on its way waits for it').toBe(false);
+  expect(vi.mocked(writeChunks)).toHaveBeenCalledTimes(1);
+
+  first.open();
+  await second;
+  expect(vi.mocked(writeChunks)).toHaveBeenCalledTimes(2);
+  writer.endPartition();
+  await writer.commit();
+  expect(Buffer.compare(await readFile(join(dir, 'out.data')), concat([a, b]))).toBe(0);
+});
+
+test('a write that fails in the background is reported by the next call as CS_IO naming the data file; abort then leaves nothing', async () => {
+  vi.mocked(writeChunks).mockImplementationOnce(async () => {
+    throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+  });
+  const writer = await DataFileWriter.create(join(dir, 'out'));
+  writer.beginPartition(0);
+  await writer.append(chunkOf(1, MiB)); // its write fails on its way
+  const error = await writer.flush().then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ShuffleError);
+  expect((error as ShuffleError).code).toBe('CS_IO');
+  expect((error as ShuffleError).message).toMatch(/ENOSPC/);
+  expect((error as ShuffleError).where.file).toMatch(/out\.data\.[0-9a-f]+\.tmp$/);
+  await writer.abort();
+  expect(await readdir(dir)).toEqual([]);
+});
+
+test('abort waits for the write on its way before it closes the file, then removes it', async () => {
+  const held = gate();
+  let writeSettled = false;
+  vi.mocked(writeChunks).mockImplementationOnce(async (...args) => {
+    await held.promise;
+    const written = await realWriteChunks(...args); // on a closed descriptor this would fail (EBADF)
+    writeSettled = true;
+    return written;
+  });
+  const writer = await DataFileWriter.create(join(dir, 'out'));
+  writer.beginPartition(0);
+  await writer.append(chunkOf(1, MiB));
+  let aborted = false;
+  const abort = writer.abort().then(() => (aborted = true));
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  expect(aborted, 'abort returned while a write was still on its way').toBe(false);
+  held.open();
+  await abort;
+  expect(writeSettled, 'the write completed on an open descriptor').toBe(true);
+  expect(await readdir(dir)).toEqual([]);
+});
