@@ -3,21 +3,25 @@
  * (seed 5151, case 9185, a spliced partition) gave a field 828 million custom metadata entries, and
  * reading the schema hung for minutes, beyond the reach of any timeout. Every count arrow-js loops
  * over, and the strings it decodes, are checked against the metadata's size first: in the shuffle
- * reader, the CLI's input and its file footers.
+ * reader, the CLI's input and its file footers. So are the values of a record batch's variadic buffer
+ * counts (seed 31415926, case 17804: a flipped bit made one 8 million, and arrow-js spent 20 s making
+ * empty buffers).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { Field, Int32, Schema, Struct, Table, tableToIPC, vectorFromArray } from 'apache-arrow';
+import { Field, Int32, Schema, Struct, Table, tableToIPC, Utf8View, vectorFromArray } from 'apache-arrow';
 import { MessageHeader, MetadataVersion } from 'apache-arrow/enum';
 import { Message } from 'apache-arrow/ipc/metadata/message';
 import { Message as FbMessage } from 'apache-arrow/fb/message';
 import { Footer as FbFooter } from 'apache-arrow/fb/footer';
+import { RecordBatch as FbRecordBatch } from 'apache-arrow/fb/record-batch';
 import { Schema as FbSchema } from 'apache-arrow/fb/schema';
 import { ByteBuffer } from 'flatbuffers';
 import { footerCountProblem, metadataCountProblem } from '../src/format/metadata-counts.js';
-import { readIpcSchema } from '../src/format/ipc-reader.js';
+import { readIpcSchema, readIpcStream } from '../src/format/ipc-reader.js';
+import { encodeRecordBatchHeader, encodeSchemaMessage, END_OF_STREAM } from '../src/format/ipc-message.js';
 import { openArrowInput } from '../src/cli/input.js';
 import { ShuffleError } from '../src/errors.js';
 
@@ -61,6 +65,9 @@ const FIELD_CHILDREN = 14;
 const FIELD_CUSTOM_METADATA = 16;
 const FOOTER_DICTIONARIES = 8;
 const FOOTER_RECORD_BATCHES = 10;
+const RECORD_BATCH_VARIADIC_COUNTS = 12;
+
+const concatBytes = (parts: Uint8Array[]): Uint8Array => new Uint8Array(Buffer.concat(parts));
 
 const VECTORS: [string, (bb: ByteBuffer) => Table_, number, string][] = [
   ["the message's custom metadata", message, MESSAGE_CUSTOM_METADATA, 'message custom metadata claims 800000000 entries'],
@@ -157,5 +164,47 @@ describe('an Arrow file footer', () => {
     await writeFile(path, stream);
     const error = await openArrowInput(path).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringMatching(/field custom metadata claims 800000000 entries/) });
+  });
+});
+
+describe('a record batch with a view column', () => {
+  // one Utf8View column of two inline values, "ab" and "xyz": validity (none), 32 bytes of views, one (empty) variadic buffer
+  const schema = new Schema([new Field('s', new Utf8View(), true)]);
+  const views = new Uint8Array(32);
+  const viewData = new DataView(views.buffer);
+  viewData.setInt32(0, 2, true);
+  views.set([0x61, 0x62], 4);
+  viewData.setInt32(16, 3, true);
+  views.set([0x78, 0x79, 0x7a], 20);
+
+  /** The stream, its variadic count set to `count` (as written: 1). */
+  function streamWith(count: bigint): Uint8Array {
+    const header = encodeRecordBatchHeader(2, [{ length: 2, nullCount: 0, variadicBuffers: 1 }], [0, 0, 0, 32, 32, 0], null, 32);
+    const bb = new ByteBuffer(header.subarray(8));
+    const batch = FbMessage.getRootAsMessage(bb).header(new FbRecordBatch()) as FbRecordBatch;
+    const table = batch as unknown as Table_;
+    bb.writeInt64(bb.__vector(table.bb_pos + bb.__offset(table.bb_pos, RECORD_BATCH_VARIADIC_COUNTS)), count);
+    return concatBytes([encodeSchemaMessage(schema), header, views, END_OF_STREAM]);
+  }
+
+  async function readAll(stream: Uint8Array): Promise<string[]> {
+    const values: string[] = [];
+    for await (const batch of readIpcStream(stream, { file: 'x.data', partition: 0 })) {
+      for (let i = 0; i < batch.numRows; i++) values.push(String(batch.getChildAt(0)!.get(i)));
+    }
+    return values;
+  }
+
+  test('as written, reads back', async () => {
+    expect(await readAll(streamWith(1n))).toEqual(['ab', 'xyz']);
+  });
+
+  test.each([
+    [8_388_609n, /the record batch claims 8388609 variadic buffers but lists 3 buffers in all/],
+    [-1n, /the record batch claims -1 variadic buffers for a column/],
+  ])('a variadic count of %s is CS_CORRUPT_DATA before arrow-js decodes it (fuzz seed 31415926, case 17804: a flipped bit made a count of 8,388,609, and the read took 20 s)', async (count, problem) => {
+    const error = await readAll(streamWith(count)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ShuffleError);
+    expect(error).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringMatching(problem) });
   });
 });

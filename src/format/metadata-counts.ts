@@ -19,7 +19,9 @@ import { Schema as FbSchema } from 'apache-arrow/fb/schema';
  * ```text
  * RecordBatch.nodes       16 bytes each (struct FieldNode { length: i64, null_count: i64 })
  * RecordBatch.buffers     16 bytes each (struct Buffer { offset: i64, length: i64 })
- * variadic counts          8 bytes each
+ * variadic counts          8 bytes each; their values add up to at most the buffers listed
+ *                          (each variadic buffer is one of them: a flipped bit made a count of
+ *                          8 million, and arrow-js spent 20 s and gigabytes making empty buffers)
  * Footer blocks           24 bytes each (struct Block { offset: i64, metaDataLength: i32, pad, bodyLength: i64 })
  * fields, custom metadata  4 bytes each (offsets to tables), all of a message together; fields nest at most 64 deep
  * names, keys, values     their bytes, all of a message together at most 4 x its size
@@ -164,5 +166,13 @@ function recordBatchProblem(batch: FbRecordBatch | null, size: number): string |
   if (nodes * 16 > size) return `the record batch claims ${nodes} field nodes in ${size} bytes of metadata`;
   if (buffers * 16 > size) return `the record batch claims ${buffers} buffers in ${size} bytes of metadata`;
   if (variadic * 8 > size) return `the record batch claims ${variadic} variadic counts in ${size} bytes of metadata`;
+  // each variadic buffer is one of the batch's buffers: arrow-js makes as many as the counts say, one by one
+  let variadicBuffers = 0n;
+  for (let i = 0; i < variadic; i++) {
+    const count = batch.variadicBufferCounts(i) ?? 0n;
+    if (count < 0n) return `the record batch claims ${count} variadic buffers for a column`;
+    variadicBuffers += count;
+  }
+  if (variadicBuffers > BigInt(buffers)) return `the record batch claims ${variadicBuffers} variadic buffers but lists ${buffers} buffers in all`;
   return null;
 }

@@ -473,18 +473,33 @@ function classify(error: unknown): Outcome {
 
 class Timeout extends Error {}
 
+/**
+ * `work`'s answer, or a Timeout when it takes longer than `ms`. The timer
+ * cannot fire while the code under test loops synchronously, so an answer
+ * (or an error) that comes late is a Timeout too: a corrupted count once kept
+ * arrow-js busy for 20 s, and the read then returned the right rows.
+ */
 async function withTimeout<T>(ms: number, work: () => Promise<T>): Promise<T> {
+  const started = Date.now();
   let timer: NodeJS.Timeout | undefined;
+  let answer: { ok: true; value: T } | { ok: false; error: unknown };
   try {
-    return await Promise.race([
+    const value = await Promise.race([
       work(),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Timeout(`no answer within ${ms} ms`)), ms);
       }),
     ]);
+    answer = { ok: true, value };
+  } catch (error) {
+    answer = { ok: false, error };
   } finally {
     clearTimeout(timer);
   }
+  const elapsed = Date.now() - started;
+  if (elapsed > ms && !(!answer.ok && answer.error instanceof Timeout)) throw new Timeout(`answered after ${elapsed} ms, over the ${ms} ms allowed`);
+  if (!answer.ok) throw answer.error;
+  return answer.value;
 }
 
 /** Structural problems of one column of a yielded batch, or null. */
