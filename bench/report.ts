@@ -193,9 +193,11 @@ decompression, decoding).
 "end to end" is rows / (write + read). MB/s are input MB (Arrow buffers) per second. "peak memory" is the
 writer's peak reservation in its memory pool (exact accounting) for the two library writers, and the sampled
 growth of the JS heap once all rows are grouped for the object-row shuffle (its rows are heap objects).
-Without a memory limit the two library writers run on the process's default pool, as map tasks created without
-a pool do: each timed write gets the large buffers the one before it gave back (at most 256 MiB of them), as one
-task after another of a job would; with a limit, the writes of a case share a pool of that limit.
+Without a memory limit the two library writers share one unbounded pool, as map tasks created without a pool
+share the default one: each timed write gets the large buffers the one before it gave back (at most 256 MiB of
+them), as one task after another of a job would. Unlike the default pool, it keeps them however long the
+object-row shuffle runs in between (the default lets them go after 2 s with nothing reserved, and the object
+rows' wide and nested rounds take longer). With a limit, the writes of a case share a pool of that limit.
 
 The matrix (the full product would take hours here): every partition count (${meta.partitionCounts.join(', ')}) for the three
 shuffles with lz4 and unlimited memory; the codecs (lz4, zstd, none) at P = 200; a tight memory limit (1/${meta.tightFraction} of the

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { Bench } from 'tinybench';
 import { createShuffleWriter, MemoryPool, ShuffleReader, type CodecName, type ShuffleWriteResult, type WriterKind } from '../src/index.js';
-import { freshOutput, median } from './measure.js';
+import { freshOutput, median, UNLIMITED_POOL } from './measure.js';
 
 export const SPILL_PARTITIONS = 200;
 export const SPILL_FRACTION = 32;
@@ -48,8 +48,8 @@ export async function spillComparison(writer: WriterKind, key: string, batches: 
   const last = new Map<string, ShuffleWriteResult>();
   const times = new Map<string, number[]>();
   const write = (name: string, memoryLimit: number | null) => {
-    // one pool for every write of the case (the default pool without a limit), as map tasks one after another share one
-    const pool = memoryLimit === null ? undefined : new MemoryPool(memoryLimit);
+    // one pool for every write of the case (UNLIMITED_POOL without a limit), as map tasks one after another share one
+    const pool = memoryLimit === null ? UNLIMITED_POOL : new MemoryPool(memoryLimit);
     return async () => {
       const mapWriter = await createShuffleWriter(writer, {
         numPartitions: SPILL_PARTITIONS,

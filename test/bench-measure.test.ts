@@ -3,12 +3,13 @@
  * gets a result (it throws if a read gives back other than every row); a
  * shuffle that cannot work within a memory limit is a recorded result, not a
  * crash of the suite; the output a timed write replaces is removed before it
- * (freshOutput), and only that output.
+ * (freshOutput), and only that output; without a limit the library writers'
+ * buffers stay warm through pauses longer than the default pool keeps them.
  */
 import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
-import { freshOutput, measureCase, SHUFFLES, type CaseSpec, type Input } from '../bench/measure.js';
+import { freshOutput, measureCase, SHUFFLES, UNLIMITED_POOL, type CaseSpec, type Input } from '../bench/measure.js';
 import { batchesOf, inputBytesOf, SHAPES } from '../bench/shapes.js';
 import { outputPaths } from '../src/index.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
@@ -43,6 +44,16 @@ test('every shuffle of a case gets a result with its timings and what its write 
     expect(r.peakMemoryBytes).toBeGreaterThan(0);
     expect(r.spills).toBe(0);
   }
+});
+
+test('without a limit the library writers give their buffers to a pool that keeps them through a pause longer than 2 s (the default pool lets them go)', async () => {
+  const input = narrowInput(50_000);
+  await measureCase(specsOf(8, null, ['columnar']), () => input, dir, { rounds: 1, warmup: 0 });
+  const idle = UNLIMITED_POOL.idle;
+  expect(idle, 'idle buffers after the write').toBeGreaterThan(0);
+  expect(UNLIMITED_POOL.reserved).toBe(0);
+  await new Promise((resolve) => setTimeout(resolve, 2_200));
+  expect(UNLIMITED_POOL.idle).toBe(idle);
 });
 
 test('a shuffle that cannot work within its memory limit is a failed result; the others are still measured', async () => {
