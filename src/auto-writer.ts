@@ -8,7 +8,7 @@ import type { AnyShuffleWriter, WriterKind } from './writer-kind.js';
  * From this many partitions on, `auto` picks the sort writer at once: Gluten's
  * spark.gluten.sql.columnar.shuffle.sort.partitions.threshold. Here the sort
  * writer overtook the columnar one end to end at about 1,100-3,150 partitions
- * on narrow and nested rows and 260-530 on wide ones, in thirteen runs
+ * on narrow and nested rows and 260-530 on wide ones, in fourteen runs
  * (bench/RESULTS.md); Gluten's figure is kept as the conservative choice.
  */
 export const SORT_PARTITIONS_THRESHOLD = 4000;
