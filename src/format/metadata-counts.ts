@@ -21,7 +21,7 @@ import { Schema as FbSchema } from 'apache-arrow/fb/schema';
  * RecordBatch.buffers     16 bytes each (struct Buffer { offset: i64, length: i64 })
  * variadic counts          8 bytes each; their values add up to at most the buffers listed
  *                          (each variadic buffer is one of them: a flipped bit made a count of
- *                          8 million, and arrow-js spent 20 s and gigabytes making empty buffers)
+ *                          8,388,609, and arrow-js spent 20 s making that many empty buffers)
  * Footer blocks           24 bytes each (struct Block { offset: i64, metaDataLength: i32, pad, bodyLength: i64 })
  * fields, custom metadata  4 bytes each (offsets to tables), all of a message together; fields nest at most 64 deep
  * names, keys, values     their bytes, all of a message together at most 4 x its size
