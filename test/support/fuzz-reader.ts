@@ -497,7 +497,8 @@ async function withTimeout<T>(ms: number, work: () => Promise<T>): Promise<T> {
     clearTimeout(timer);
   }
   const elapsed = Date.now() - started;
-  if (elapsed > ms && !(!answer.ok && answer.error instanceof Timeout)) throw new Timeout(`answered after ${elapsed} ms, over the ${ms} ms allowed`);
+  const timedOut = !answer.ok && answer.error instanceof Timeout;
+  if (elapsed > ms && !timedOut) throw new Timeout(`answered after ${elapsed} ms, over the ${ms} ms allowed`);
   if (!answer.ok) throw answer.error;
   return answer.value;
 }
