@@ -1,6 +1,6 @@
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Dictionary, Int32, Table, Utf8, makeVector, vectorFromArray, type RecordBatch } from 'apache-arrow';
+import { Dictionary, Int32, Table, Utf8, makeVector, vectorFromArray, type Data, type RecordBatch } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { createShuffleWriter, DEFAULT_READ_RUN_BYTES, LocalFileSource, outputPaths, ShuffleError, ShuffleReader, type CodecName, type OpenOptions, type WriterKind } from '../src/index.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
@@ -51,8 +51,8 @@ function withPartitionIds(batch: RecordBatch, partitionOf: (i: number) => number
   return new Table({ ...Object.fromEntries(batch.schema.fields.map((f, c) => [f.name, batch.getChildAt(c)!])), pid: makeVector(pid) }).batches[0]! as RecordBatch;
 }
 
-async function writeOutput(kind: WriterKind, codec: CodecName, prefix: string, maxBatchRows?: number): Promise<void> {
-  const writer = await createShuffleWriter(kind, { numPartitions: PARTITIONS, partitioning: { kind: 'partition-id', column: 'pid' }, outputPrefix: prefix, codec, maxBatchRows });
+async function writeOutput(kind: WriterKind, codec: CodecName, prefix: string, maxBatchRows?: number, compressionMinRows?: number): Promise<void> {
+  const writer = await createShuffleWriter(kind, { numPartitions: PARTITIONS, partitioning: { kind: 'partition-id', column: 'pid' }, outputPrefix: prefix, codec, maxBatchRows, compressionMinRows });
   await writer.write(withPartitionIds(input(), partitionOf));
   await writer.finish();
 }
@@ -125,6 +125,52 @@ test('the float column really is stored raw under lz4, so the lz4 case reads raw
   // a raw buffer's 8-byte prefix is -1: FF x 8
   const text = Buffer.from(bytes).toString('hex');
   expect(text).toContain('ffffffffffffffff');
+});
+
+/** The distinct ArrayBuffers behind a column's buffers (values, offsets, validity), children included. */
+function arrayBuffersOf(data: Data, found = new Set<ArrayBufferLike>()): Set<ArrayBufferLike> {
+  for (const view of [data.values, data.valueOffsets, data.nullBitmap] as (ArrayBufferView | undefined)[]) {
+    if (view !== undefined && view.byteLength > 0) found.add(view.buffer);
+  }
+  for (const child of data.children) arrayBuffersOf(child, found);
+  return found;
+}
+
+test('a batch stored uncompressed in an lz4 stream is copied out of the read buffer in one piece: its columns share one array', async () => {
+  // every batch below compressionMinRows is stored raw: 40 buffers of a 16-column batch were 40 arrays, one per buffer
+  const prefix = join(dir, 'out');
+  await writeOutput('hash', 'lz4', prefix, 100, 1_000_000);
+  const reader = await ShuffleReader.open(prefix);
+  const held: RecordBatch[] = [];
+  for await (const b of reader.readPartitions(0, PARTITIONS)) held.push(b);
+  await reader.close();
+  expect(rowsAsText(held)).toEqual(rowsAsText([input()]));
+  for (const batch of held) {
+    const arrays = new Set<ArrayBufferLike>();
+    for (const column of batch.data.children.slice(0, 3)) arrayBuffersOf(column, arrays); // the dictionary column's values live with its dictionary
+    expect(arrays.size).toBe(1);
+  }
+});
+
+test('a raw buffer in a body that is mostly compressed gets an array of its own, not a copy of the whole body', async () => {
+  // 100 rows: random floats (stored raw, 800 bytes) beside 64 KiB strings that compress to far more than that
+  const rows = 100;
+  const x = Float64Array.from({ length: rows }, (_, i) => Math.sin(i * 12.9898) * 43758.5453);
+  const s = Array.from({ length: rows }, (_, i) => `${'ab'.repeat(32 * 1024)}${i}`);
+  const batch = new Table({ x: makeVector(x), s: vectorFromArray(s, new Utf8()) }).batches[0]! as RecordBatch;
+  const prefix = join(dir, 'out');
+  const writer = await createShuffleWriter('hash', { numPartitions: 1, partitioning: { kind: 'single' }, outputPrefix: prefix, codec: 'lz4' });
+  await writer.write(batch);
+  await writer.finish();
+  const reader = await ShuffleReader.open(prefix);
+  const read: RecordBatch[] = [];
+  for await (const b of reader.readPartition(0)) read.push(b);
+  await reader.close();
+  expect(read).toHaveLength(1);
+  const floats = read[0]!.getChild('x')!.data[0]!.values as Float64Array;
+  expect([...floats]).toEqual([...x]);
+  expect(floats.buffer.byteLength).toBe(rows * 8);
+  expect(read[0]!.getChild('s')!.get(rows - 1)).toBe(s[rows - 1]);
 });
 
 /** A reader over the output at `prefix` whose data source records every readInto as [offset, length]. */

@@ -25,6 +25,13 @@ export interface Codec {
   /** `size`: the uncompressed length the buffer's prefix declares, when known (lets lz4 decode small frames at once) */
   decompress(input: Uint8Array, size?: number): Promise<Uint8Array>;
   /**
+   * The same, on the calling thread, when that is the faster way (a small
+   * one-block LZ4 frame; any Zstandard frame, as zstd-napi has no async call),
+   * else null: then `decompress`. A small batch has dozens of buffers, and a
+   * promise for each cost more than decoding them.
+   */
+  decompressSync(input: Uint8Array, size: number): Uint8Array | null;
+  /**
    * Why `input` cannot decompress to `declared` bytes as far as its own headers
    * tell (a frame declaring another size, or too few bytes for that much), or
    * null; checked before anything is decompressed or allocated.
@@ -40,6 +47,7 @@ const lz4: Codec = {
   arrowType: CompressionType.LZ4_FRAME,
   compress: compressLz4Frame,
   decompress: async (input, size) => (size === undefined ? null : decompressSingleBlock(input, size)) ?? decompressFrame(input),
+  decompressSync: decompressSingleBlock,
   // an LZ4 sequence expands at most 255:1; frame headers and block sizes only add to the input
   sizeMismatch: (input, declared) =>
     declared > input.byteLength * 255 + 64 ? `${input.byteLength} bytes of LZ4 cannot hold ${declared} bytes` : null,
@@ -52,6 +60,7 @@ const zstdCodec: Codec = {
   arrowType: CompressionType.ZSTD,
   compress: async (input) => [zstd.compress(input, { compressionLevel: ZSTD_LEVEL })],
   decompress: async (input) => zstd.decompress(input),
+  decompressSync: (input) => zstd.decompress(input),
   sizeMismatch: (input, declared) => {
     const size = zstdFrameContentSize(input);
     return size !== null && size !== declared ? `the Zstandard frame declares ${size} bytes` : null;

@@ -273,10 +273,15 @@ export class ShuffleReader {
         this.verify(p, bytes);
         if (bytes.byteLength === 0) continue;
         const batches = isRowPartition(bytes) ? readRowPartition(bytes, this.location(p), options, this.rowHeaders) : readIpcStream(bytes, this.location(p), options);
+        // a partition's batches all come from its one schema message (or row header): its first batch speaks for them
+        let first = true;
         for await (const batch of batches) {
-          if (schema === null) schema = batch.schema;
-          else if (batch.schema !== schema && !sameSchema(schema, batch.schema)) {
-            throw new ShuffleError('CS_CORRUPT_DATA', 'the partitions of one output disagree about the schema', this.location(p));
+          if (first) {
+            first = false;
+            if (schema === null) schema = batch.schema;
+            else if (batch.schema !== schema && !sameSchema(schema, batch.schema)) {
+              throw new ShuffleError('CS_CORRUPT_DATA', 'the partitions of one output disagree about the schema', this.location(p));
+            }
           }
           if (target === undefined) {
             yield batch;
