@@ -55,6 +55,15 @@ describe('targetCapacity resizes only outside the ±25 % band', () => {
   ])('%s', (_, current, preferred, incoming, expected) => {
     expect(targetCapacity(current, preferred, incoming, 0.25)).toBe(expected);
   });
+
+  test.each([
+    ['grown to 4800 for a chunk, sized for 4000: kept while the preferred size stays within 3000..5000', 4800, 4000, 100, 4000, 4800],
+    ['grown far past the band for a chunk: still kept', 8000, 4000, 100, 4000, 8000],
+    ['the preferred size leaves the band of 4000: re-sized to it', 4800, 2900, 100, 4000, 2900],
+    ['cut down by a reclaim (sized for 0): re-sized to the preferred size', 700, 4000, 100, 0, 4000],
+  ])('%s', (_, current, preferred, incoming, sizedFor, expected) => {
+    expect(targetCapacity(current, preferred, incoming, 0.25, sizedFor)).toBe(expected);
+  });
 });
 
 describe('chunkRows: a batch is split partitionBufferRows x P rows at a time, or a quarter of the memory when not one row per partition fits', () => {

@@ -69,3 +69,52 @@ test('a column with nested levels is flushed as it is: its rows cannot be split 
   expect(sizes.slice(0, -1).every((rows) => rows === 6)).toBe(true);
   expect(values).toEqual(inOrder(60));
 });
+
+/**
+ * Two partitions of 10-row buffers (memLimit 320: (320 / 4 / 2) >> 2 = 10); each 20-row batch is one chunk.
+ * Batches bring partition 0 `counts[b % 2]` rows and partition 1 the rest, value = row number within its partition.
+ */
+async function shuffleByTurns(batches: number, counts: [number, number]): Promise<{ sizes: number[][]; values: number[][] }> {
+  const prefix = join(dir, 'out');
+  const writer = await ShuffleWriter.create({
+    numPartitions: 2,
+    partitioning: { kind: 'partition-id', column: 'pid' },
+    outputPrefix: prefix,
+    stagingBytes: 0,
+    memLimit: 320,
+    memLimitFloor: 320,
+    maxBatchRows: 40,
+    mergeThreshold: 0,
+  });
+  const next = [0, 0];
+  for (let b = 0; b < batches; b++) {
+    const pids = Int32Array.from({ length: 20 }, (_, i) => (i < counts[b % 2]! ? 0 : 1));
+    const values = Int32Array.from(pids, (p) => next[p]!++);
+    const schema = new Schema([new Field('pid', new Int32(), false), INT_SCHEMA.fields[0]!]);
+    const children = [makeData({ type: new Int32(), length: 20, data: pids }), makeData({ type: new Int32(), length: 20, data: values })];
+    await writer.write(new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: 20, children })));
+  }
+  await writer.finish();
+  const reader = await ShuffleReader.open(prefix);
+  const sizes: number[][] = [[], []];
+  const values: number[][] = [[], []];
+  for (const p of [0, 1]) {
+    for await (const batch of reader.readPartition(p)) {
+      sizes[p]!.push(batch.numRows);
+      for (const row of batch) values[p]!.push(row!.v as number);
+    }
+  }
+  await reader.close();
+  return { sizes, values };
+}
+
+test('a buffer grown for one chunk\'s rows keeps its size: partitions that get 14 and 6 rows by turns come out in batches of 14', async () => {
+  // Gluten's rule shrank a buffer grown to 14 back to 10 at every 6-row chunk (flushing 14 rows) and grew it again
+  // at the next 14-row one (flushing 6): batches of 14, 6, 14, 6, ... and a re-allocation per chunk
+  const { sizes, values } = await shuffleByTurns(12, [14, 6]);
+  expect(sizes[0]).toEqual([14, 14, 14, 14, 14, 14, 14, 14, 8]);
+  // partition 1's fresh 10-row buffer held its first 6 rows when 14 came: flushed as it was, then grown to 14
+  expect(sizes[1]).toEqual([6, 14, 14, 14, 14, 14, 14, 14, 14, 2]);
+  expect(values[0]).toEqual(inOrder(6 * 14 + 6 * 6));
+  expect(values[1]).toEqual(inOrder(6 * 6 + 6 * 14));
+});

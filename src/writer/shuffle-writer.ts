@@ -20,7 +20,7 @@ import { MemoryLimitError, type MemoryPool, type MemoryReservation, type Reclaim
 import { defaultMemoryPool } from '../memory/default-pool.js';
 import { PayloadStore, type ExtraMessages } from '../spill/payload-store.js';
 import { mergeBufferBytes } from '../spill/spill-file.js';
-import { binarySlackBytes, chunkRows, partitionBufferRows, targetCapacity } from './buffer-sizing.js';
+import { binarySlackBytes, chunkRows, keepsSize, partitionBufferRows, targetCapacity } from './buffer-sizing.js';
 import { appendAccounted, onePartition } from './append-rows.js';
 import { BufferGrowth, nestedBytes } from './buffer-growth.js';
 import { ColumnBuffer, hasData, hasValidity } from './column-buffer.js';
@@ -61,6 +61,8 @@ const MAX_IN_FLIGHT_BYTES = 32 * 1024 * 1024;
 /** One partition's pre-allocated buffers: every output column, same capacity in rows. */
 interface PartitionBuffer {
   capacity: number;
+  /** the preferred rows the buffer was last sized for (targetCapacity); 0 once a reclaim cut it down */
+  sizedFor: number;
   filled: number;
   columns: ColumnBuffer[];
   /** > 0 while an emit is copying this buffer: reclaim leaves it alone */
@@ -459,6 +461,7 @@ export class ShuffleWriter implements Reclaimable {
       if (!this.reservation.tryGrow(after)) continue;
       for (const column of buffer.columns) column.shrinkTo(buffer.filled);
       buffer.capacity = buffer.filled;
+      buffer.sizedFor = 0; // the next chunk sizes it from the formula again
       this.reservation.shrink(before);
       freed += before - after;
     }
@@ -800,7 +803,9 @@ export class ShuffleWriter implements Reclaimable {
         buffer = this.newBuffer();
         this.buffers[p] = buffer;
       }
-      const target = targetCapacity(buffer.capacity, preferred, incoming, this.options.resizeThreshold);
+      const threshold = this.options.resizeThreshold;
+      const target = targetCapacity(buffer.capacity, preferred, incoming, threshold, buffer.sizedFor);
+      if (!keepsSize(buffer.capacity, preferred, threshold, buffer.sizedFor)) buffer.sizedFor = preferred;
       this.toppedUp[p] = 0;
       if (buffer.filled + incoming > target && buffer.filled > 0) {
         if (target === buffer.capacity) this.topUp(p, buffer, plans);
@@ -855,7 +860,7 @@ export class ShuffleWriter implements Reclaimable {
   }
 
   private newBuffer(): PartitionBuffer {
-    return { capacity: 0, filled: 0, columns: this.layouts.map((layout) => new ColumnBuffer(layout, this.reservation.recycler)), busy: 0 };
+    return { capacity: 0, sizedFor: 0, filled: 0, columns: this.layouts.map((layout) => new ColumnBuffer(layout, this.reservation.recycler)), busy: 0 };
   }
 
   /** Initial binary data capacity of a top-level binary column: the average value size times rows, plus the slack (buffer-sizing.ts). */
