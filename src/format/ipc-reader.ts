@@ -13,6 +13,7 @@ import { codecByArrowType } from './codec.js';
 import { CONTINUATION_MARKER, padding8, variadicBufferCountsOf, type FieldNodeInfo } from './ipc-message.js';
 import { metadataCountProblem } from './metadata-counts.js';
 import { columnInconsistency } from './validate-column.js';
+import { flatKindsOf, loadFlatColumns, type FlatKind } from './flat-loader.js';
 
 /**
  * Reads one Arrow IPC stream (schema message, dictionary and record-batch
@@ -39,8 +40,9 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
   const dictionaries = new Map<number, Vector>();
 
   const types = schema.fields.map((f) => f.type);
+  const kinds = flatKindsOf(types);
   const load = (raw: RawMessage): Promise<Data[]> => {
-    const loading = loadColumns(raw.header as RecordBatchHeader, raw.body, types, dictionaries, version, messages, raw.start, maxBufferBytes, borrowed);
+    const loading = loadColumns(raw.header as RecordBatchHeader, raw.body, types, kinds, dictionaries, version, messages, raw.start, maxBufferBytes, borrowed);
     loading.catch(() => undefined); // awaited in turn; a failure surfaces there
     return loading;
   };
@@ -89,7 +91,7 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
       const header = next.header as DictionaryBatchHeader;
       const type = schema.dictionaries.get(header.id);
       if (type === undefined) throw messages.corrupt(`dictionary batch for unknown dictionary id ${header.id}`, start);
-      const [data] = await loadColumns(header.data, body, [type], dictionaries, version, messages, start, maxBufferBytes, borrowed);
+      const [data] = await loadColumns(header.data, body, [type], null, dictionaries, version, messages, start, maxBufferBytes, borrowed);
       if (data === undefined || data.length !== header.data.length) throw messages.corrupt(`dictionary batch ${header.id} does not hold its ${header.data.length} values`, start);
       const problem = columnInconsistency(data);
       if (problem !== null) throw messages.corrupt(`dictionary ${header.id} is inconsistent: ${problem}`, start);
@@ -283,10 +285,15 @@ class MessageCursor {
   }
 }
 
+/**
+ * The columns of a record batch or dictionary batch: by loadFlatColumns when
+ * `kinds` says every column is flat, else by arrow-js's VectorLoader.
+ */
 async function loadColumns(
   header: RecordBatchHeader,
   body: Uint8Array,
   types: Schema['fields'][number]['type'][],
+  kinds: FlatKind[] | null,
   dictionaries: Map<number, Vector>,
   version: MetadataVersion,
   messages: MessageCursor,
@@ -301,9 +308,15 @@ async function loadColumns(
   }
   try {
     if (header.compression === null) {
-      return new VectorLoader(borrowed ? body.slice() : body, header.nodes, header.buffers, dictionaries, version, header.variadicBufferCounts).visitMany(types);
+      const bytes = borrowed ? body.slice() : body;
+      if (kinds !== null) {
+        const buffers = header.buffers.map((region) => bytes.subarray(region.offset, region.offset + region.length));
+        return loadFlatColumns(types, kinds, header.nodes, buffers, dictionaries);
+      }
+      return new VectorLoader(bytes, header.nodes, header.buffers, dictionaries, version, header.variadicBufferCounts).visitMany(types);
     }
     const buffers = await decompressBody(header, body, messages, messageStart, maxBufferBytes, borrowed);
+    if (kinds !== null) return loadFlatColumns(types, kinds, header.nodes, buffers, dictionaries);
     return new CompressedVectorLoader(buffers, header.nodes, header.buffers, dictionaries, version, header.variadicBufferCounts).visitMany(types);
   } catch (cause) {
     if (cause instanceof ShuffleError) throw cause;

@@ -1,0 +1,74 @@
+/**
+ * loadFlatColumns makes the columns arrow-js's own loader would make. Each flat
+ * type, with nulls and without a bitmap, is written by arrow-js as an IPC stream
+ * and read back twice: by readIpcStream (every column flat, so the flat loader)
+ * and by arrow-js. The columns must agree in type, length, null count, and the
+ * kind and contents of every typed array.
+ */
+import { Dictionary, Field, Int32, List, Table, Utf8, Utf8View, tableFromIPC, tableToIPC, vectorFromArray, type Data, type RecordBatch } from 'apache-arrow';
+import { describe, expect, test } from 'vitest';
+import { flatKindsOf, loadFlatColumns } from '../src/format/flat-loader.js';
+import { readIpcStream } from '../src/format/ipc-reader.js';
+import { buildBatch, NO_BITMAP, TYPE_CASES, type ValiditySpec } from './support/columns.js';
+import { Rng } from './support/random.js';
+
+const FLAT_CASES = TYPE_CASES.filter((c) => flatKindsOf([c.make()]) !== null);
+const VALIDITIES: [string, ValiditySpec][] = [
+  ['a third null', { bitmap: true, nullRate: 0.3 }],
+  ['no bitmap', NO_BITMAP],
+];
+
+async function readOurs(bytes: Uint8Array): Promise<RecordBatch[]> {
+  const batches: RecordBatch[] = [];
+  for await (const batch of readIpcStream(bytes)) batches.push(batch);
+  return batches;
+}
+
+/** What a column's Data holds, in a form toEqual compares: array kinds and contents, lengths and counts. */
+function shapeOf(data: Data): unknown {
+  const array = (view: ArrayBufferView | undefined) => (view === undefined ? undefined : { kind: view.constructor.name, items: Array.from(view as unknown as ArrayLike<unknown>) });
+  return {
+    type: String(data.type),
+    offset: data.offset,
+    length: data.length,
+    nullCount: data.nullCount,
+    values: array(data.values as ArrayBufferView | undefined),
+    valueOffsets: array(data.valueOffsets as ArrayBufferView | undefined),
+    nullBitmap: array(data.nullBitmap as ArrayBufferView | undefined),
+    children: data.children.length,
+  };
+}
+
+test('the flat types are every supported type without children except the view types', () => {
+  expect(FLAT_CASES.map((c) => c.name)).toEqual(TYPE_CASES.map((c) => c.name).filter((name) => !name.endsWith('View')));
+  expect(flatKindsOf([new Utf8View()])).toBeNull();
+  expect(flatKindsOf([new Int32(), new List(new Field('item', new Int32()))])).toBeNull();
+});
+
+describe.each(VALIDITIES)('columns with %s', (_, validity) => {
+  test.each(FLAT_CASES.map((c) => [c.name, c] as const))('%s: the same Data as arrow-js makes', async (_name, typeCase) => {
+    const batch = buildBatch([{ name: 'k', type: typeCase.make() }], 37, () => validity, new Rng(41));
+    const bytes = tableToIPC(new Table([batch]), 'stream');
+    const [ours] = await readOurs(bytes);
+    const [theirs] = tableFromIPC(bytes).batches;
+    expect(shapeOf(ours!.data.children[0]!)).toEqual(shapeOf(theirs!.data.children[0]!));
+  });
+});
+
+test('a dictionary column gets its dictionary, as arrow-js gives it', async () => {
+  const colours = vectorFromArray(['red', null, 'blue', 'red', 'green', null, 'blue'], new Dictionary(new Utf8(), new Int32()));
+  const bytes = tableToIPC(new Table({ colour: colours }), 'stream');
+  const [ours] = await readOurs(bytes);
+  const [theirs] = tableFromIPC(bytes).batches;
+  expect(shapeOf(ours!.data.children[0]!)).toEqual(shapeOf(theirs!.data.children[0]!));
+  expect(ours!.getChild('colour')!.toArray()).toEqual(['red', null, 'blue', 'red', 'green', null, 'blue']);
+});
+
+test('too few field nodes or buffers for the columns is an error, not a column of undefined buffers', () => {
+  const types = [new Int32(), new Utf8()];
+  const kinds = flatKindsOf(types)!;
+  const node = { length: 1, nullCount: 0 };
+  const bytes = new Uint8Array(8);
+  expect(() => loadFlatColumns(types, kinds, [node], [bytes, bytes, bytes, bytes, bytes], new Map())).toThrow('1 field nodes for 2 columns');
+  expect(() => loadFlatColumns(types, kinds, [node, node], [bytes, bytes, bytes, bytes], new Map())).toThrow('4 buffers, its columns need more');
+});
