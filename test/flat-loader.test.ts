@@ -7,6 +7,8 @@
  */
 import { Dictionary, Field, Int32, List, Table, Utf8, Utf8View, tableFromIPC, tableToIPC, vectorFromArray, type Data, type RecordBatch } from 'apache-arrow';
 import { describe, expect, test } from 'vitest';
+import { BufferRegion, FieldNode } from 'apache-arrow/ipc/metadata/message';
+import { VectorLoader } from 'apache-arrow/visitor/vectorloader';
 import { flatKindsOf, loadFlatColumns } from '../src/format/flat-loader.js';
 import { readIpcStream } from '../src/format/ipc-reader.js';
 import { buildBatch, NO_BITMAP, TYPE_CASES, type ValiditySpec } from './support/columns.js';
@@ -62,6 +64,17 @@ test('a dictionary column gets its dictionary, as arrow-js gives it', async () =
   const [theirs] = tableFromIPC(bytes).batches;
   expect(shapeOf(ours!.data.children[0]!)).toEqual(shapeOf(theirs!.data.children[0]!));
   expect(ours!.getChild('colour')!.toArray()).toEqual(['red', null, 'blue', 'red', 'green', null, 'blue']);
+});
+
+test('a dictionary column whose dictionary batch never came gets an empty dictionary, as from arrow-js', () => {
+  const type = new Dictionary(new Utf8(), new Int32(), 7);
+  const node = { length: 2, nullCount: 2 };
+  const buffers = [new Uint8Array(8), new Uint8Array(8)];
+  const [ours] = loadFlatColumns([type], flatKindsOf([type])!, [node], buffers, new Map());
+  const theirs = new VectorLoader(new Uint8Array(16), [new FieldNode(2, 2)], [new BufferRegion(0, 8), new BufferRegion(8, 8)], new Map()).visit(type);
+  expect(ours!.dictionary!.length).toBe(0);
+  expect(shapeOf(ours!)).toEqual(shapeOf(theirs));
+  expect(theirs.dictionary!.length).toBe(0);
 });
 
 test('too few field nodes or buffers for the columns is an error, not a column of undefined buffers', () => {

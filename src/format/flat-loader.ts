@@ -1,4 +1,4 @@
-import { Data, Type, type DataType, type Dictionary, type Vector } from 'apache-arrow';
+import { Data, makeData, Type, Vector, type DataType, type Dictionary } from 'apache-arrow';
 
 /**
  * How the IPC buffers of a column without children become arrow-js Data:
@@ -109,7 +109,9 @@ export function loadFlatColumns(
       case 'dictionary': {
         const dictionary = type as Dictionary;
         const indices = asView(dictionary.indices.ArrayType, next());
-        columns.push(new Data(type, 0, length, nullCount, [undefined, indices, nullBitmap], [], dictionaries.get(dictionary.id)));
+        // no dictionary batch came: an empty dictionary, as arrow-js's makeData gives
+        const values = dictionaries.get(dictionary.id) ?? new Vector([makeData({ type: dictionary.dictionary })]);
+        columns.push(new Data(type, 0, length, nullCount, [undefined, indices, nullBitmap], [], values));
         break;
       }
     }
