@@ -245,12 +245,22 @@ export class SpillFile {
     }
   }
 
+  /**
+   * Copies a segment larger than `buffer` through it, piece by piece. The
+   * caller has flushed the sink, so nothing appended views `buffer` yet; each
+   * later piece flushes the one before it, and the last piece stays appended,
+   * unflushed, like any segment (the buffer's next user flushes first, as every
+   * refill does). A flush after the last piece too cost a tight-limit merge
+   * (wide rows at P = 200, 108 runs in 13 KB windows, 254 segments streamed) a
+   * write each: finish() took 371-401 ms against 276-358 without (medians of
+   * alternating writes).
+   */
   private async streamSegment(segment: SpillSegment, buffer: Uint8Array, sink: MergeSink): Promise<void> {
     for (let done = 0; done < segment.length; ) {
+      if (done > 0) await sink.flush();
       const piece = buffer.subarray(0, Math.min(buffer.byteLength, segment.length - done));
       await this.readFully(piece, segment.offset + done);
       await sink.append(piece);
-      await sink.flush();
       done += piece.byteLength;
     }
   }
