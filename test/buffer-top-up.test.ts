@@ -86,11 +86,11 @@ async function shuffleByTurns(batches: number, counts: [number, number]): Promis
     maxBatchRows: 40,
     mergeThreshold: 0,
   });
+  const schema = new Schema([new Field('pid', new Int32(), false), INT_SCHEMA.fields[0]!]);
   const next = [0, 0];
   for (let b = 0; b < batches; b++) {
     const pids = Int32Array.from({ length: 20 }, (_, i) => (i < counts[b % 2]! ? 0 : 1));
     const values = Int32Array.from(pids, (p) => next[p]!++);
-    const schema = new Schema([new Field('pid', new Int32(), false), INT_SCHEMA.fields[0]!]);
     const children = [makeData({ type: new Int32(), length: 20, data: pids }), makeData({ type: new Int32(), length: 20, data: values })];
     await writer.write(new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: 20, children })));
   }
