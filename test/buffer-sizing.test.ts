@@ -49,6 +49,7 @@ describe('targetCapacity resizes only outside the ±25 % band', () => {
     ['at the band edges: keep', 4000, 5000, 100, 4000],
     ['at the lower edge: keep', 4000, 3000, 100, 4000],
     ['never below the incoming rows', 4000, 4500, 4800, 4800],
+    ['below the band, with more rows coming than the preferred size: shrinks to hold them', 4000, 2900, 3500, 3500],
     ['a new buffer gets the preferred size', 0, 300, 10, 300],
     ['a new buffer holds at least the incoming rows', 0, 0, 10, 10],
     ['never zero', 0, 0, 0, 1],
