@@ -1,4 +1,5 @@
-import { Data, makeData, Type, Vector, type DataType, type Dictionary } from 'apache-arrow';
+import { Data, makeData, Vector, type DataType, type Dictionary } from 'apache-arrow';
+import { layoutOfType, type ColumnLayout } from '../writer/column-layout.js';
 
 /**
  * How the IPC buffers of a column without children become arrow-js Data:
@@ -16,40 +17,30 @@ export type FlatKind = 'null' | 'values' | 'offsets32' | 'offsets64' | 'dictiona
 
 /**
  * Each column's kind when every column of a schema is flat, else null (views,
- * lists, structs, maps, unions: arrow-js's VectorLoader loads those).
+ * lists, structs, maps, unions, and types this library does not split:
+ * arrow-js's VectorLoader loads those). Read from the column layouts the
+ * writer splits by (layoutOfType), so both agree on what a flat column is.
  */
 export function flatKindsOf(types: readonly DataType[]): FlatKind[] | null {
   const kinds: FlatKind[] = [];
   for (const type of types) {
-    const kind = flatKindOf(type);
+    const kind = flatKindOf(layoutOfType(type));
     if (kind === null) return null;
     kinds.push(kind);
   }
   return kinds;
 }
 
-function flatKindOf(type: DataType): FlatKind | null {
-  switch (type.typeId) {
-    case Type.Null:
+function flatKindOf(layout: ColumnLayout | null): FlatKind | null {
+  switch (layout?.kind) {
+    case 'null':
       return 'null';
-    case Type.Bool:
-    case Type.Int:
-    case Type.Float:
-    case Type.Decimal:
-    case Type.Date:
-    case Type.Time:
-    case Type.Timestamp:
-    case Type.Interval:
-    case Type.Duration:
-    case Type.FixedSizeBinary:
+    case 'fixed-width':
+    case 'bool':
       return 'values';
-    case Type.Utf8:
-    case Type.Binary:
-      return 'offsets32';
-    case Type.LargeUtf8:
-    case Type.LargeBinary:
-      return 'offsets64';
-    case Type.Dictionary:
+    case 'binary':
+      return layout.offsetWidth === 4 ? 'offsets32' : 'offsets64';
+    case 'dictionary':
       return 'dictionary';
     default:
       return null;

@@ -350,9 +350,12 @@ async function decompressBody(
   const codec = codecByArrowType(header.compression!.type);
   const regions = header.buffers;
   const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
-  const isRaw = (region: BufferRegion): boolean => region.length >= 8 && view.getBigInt64(region.offset, true) === -1n;
+  // each buffer's length prefix (null: too short for one), read once
+  const prefixes = regions.map((region) => (region.length >= 8 ? view.getBigInt64(region.offset, true) : null));
   let rawBytes = 0;
-  for (const region of regions) if (isRaw(region)) rawBytes += region.length;
+  regions.forEach((region, index) => {
+    if (prefixes[index] === -1n) rawBytes += region.length;
+  });
   const rawSource = borrowed && rawBytes * 2 >= body.byteLength ? body.slice() : body;
   const pieces: Uint8Array[] = new Array(regions.length);
   const pending: Promise<void>[] = [];
@@ -363,8 +366,8 @@ async function decompressBody(
       pieces[index] = body.subarray(0, 0);
       continue;
     }
-    if (region.length < 8) throw messages.corrupt(`compressed buffer ${index} is shorter than its length prefix`, messageStart);
-    const declared = view.getBigInt64(region.offset, true);
+    const declared = prefixes[index]!;
+    if (declared === null) throw messages.corrupt(`compressed buffer ${index} is shorter than its length prefix`, messageStart);
     if (declared === -1n) {
       const raw = rawSource.subarray(region.offset + 8, region.offset + region.length);
       pieces[index] = rawSource === body && borrowed ? raw.slice() : aligned8(raw);

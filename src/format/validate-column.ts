@@ -1,5 +1,5 @@
-import { Field, type Data, type DataType } from 'apache-arrow';
-import { columnLayoutOf, type ColumnLayout } from '../writer/column-layout.js';
+import type { Data, DataType } from 'apache-arrow';
+import { layoutOfType, type ColumnLayout } from '../writer/column-layout.js';
 import { VIEW_BYTES, viewValueOf, type ViewValue } from './binary-view.js';
 
 /**
@@ -23,24 +23,8 @@ import { VIEW_BYTES, viewValueOf, type ViewValue } from './binary-view.js';
  * library does not split is left to arrow-js's own loading.
  */
 export function columnInconsistency(data: Data): string | null {
-  const layout = layoutOf(data.type as DataType);
+  const layout = layoutOfType(data.type as DataType);
   return layout === null ? null : check(data, layout, data.offset + data.length);
-}
-
-/** Layouts by type object: the batches of one stream share their schema's types (null: not a type this library splits). */
-const layouts = new WeakMap<DataType, ColumnLayout | null>();
-
-function layoutOf(type: DataType): ColumnLayout | null {
-  let layout = layouts.get(type);
-  if (layout === undefined) {
-    try {
-      layout = columnLayoutOf(new Field('c', type));
-    } catch {
-      layout = null;
-    }
-    layouts.set(type, layout);
-  }
-  return layout;
 }
 
 /** `rows`: how many rows of `data` (counting from its buffers' start) are reachable. */

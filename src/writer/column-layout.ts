@@ -55,6 +55,27 @@ export interface DictionaryLayout {
   readonly valueType: DataType;
 }
 
+/** Layouts by type object (null: a type this library does not split); see layoutOfType. */
+const layoutsByType = new WeakMap<DataType, ColumnLayout | null>();
+
+/**
+ * The layout of a column of `type`, or null for a type this library does not
+ * split; cached by type object, as the batches a reader loads from one stream
+ * share their schema's types (validated and loaded per batch, per column).
+ */
+export function layoutOfType(type: DataType): ColumnLayout | null {
+  let layout = layoutsByType.get(type);
+  if (layout === undefined) {
+    try {
+      layout = columnLayoutOf(new Field('c', type));
+    } catch {
+      layout = null;
+    }
+    layoutsByType.set(type, layout);
+  }
+  return layout;
+}
+
 /**
  * The layout of a field (recursively), or a CS_UNSUPPORTED_TYPE error naming
  * the column (a nested one as `parent.child`) and the type.
