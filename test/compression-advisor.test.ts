@@ -51,6 +51,21 @@ describe('CompressionAdvisor', () => {
     expect(advisor.shouldCompress(1)).toBe(true);
   });
 
+  test('by default a buffer must save 15 %: 12 % is a miss, 15 % a hit; the bar is a constructor argument', () => {
+    const misses = (advisor: CompressionAdvisor, compressed: number) => {
+      for (let i = 0; i < 4; i++) {
+        advisor.shouldCompress(0);
+        advisor.record(0, 1000, compressed);
+      }
+      return !advisor.shouldCompress(0);
+    };
+    expect(misses(new CompressionAdvisor(), 880)).toBe(true);
+    expect(misses(new CompressionAdvisor(), 850)).toBe(false);
+    expect(misses(new CompressionAdvisor(0.1), 880)).toBe(false);
+    expect(misses(new CompressionAdvisor(0), 999)).toBe(false);
+    expect(misses(new CompressionAdvisor(0), 1000)).toBe(false); // saving nothing still meets a bar of 0
+  });
+
   test('STORE_RAW never compresses', () => {
     expect(STORE_RAW.shouldCompress(0)).toBe(false);
   });

@@ -1,7 +1,7 @@
 /**
  * Property, for both writers: whatever combination of sizing and batching options a
  * caller passes (memLimit, memLimitFloor, maxBatchRows, mergeThreshold, resizeThreshold,
- * compressionMinRows, stagingBytes, concurrentTasks, codec; the sort writer's pageBytes and
+ * compressionMinRows, minCompressionSavings, stagingBytes, concurrentTasks, codec; the sort writer's pageBytes and
  * blockBytes) with a bounded pool of 2-64 MiB,
  * a shuffle of narrow or nested rows (1-4 batches of 1 to 8,192 rows, 1 to 2,000 partitions)
  *   1. puts every row in the partition the reference partitioner says, in input order;
@@ -42,6 +42,7 @@ const caseArb = fc.record({
   mergeThreshold: maybe(0, 0.5, 1),
   resizeThreshold: maybe(0, 2),
   compressionMinRows: maybe(0, 1000),
+  minCompressionSavings: maybe(0, 0.5, 1),
   stagingBytes: maybe(0, MiB, 16 * MiB),
   concurrentTasks: maybe(1, 4),
   pageBytes: maybe(16 * 1024, 8 * MiB),
@@ -59,7 +60,7 @@ test('any sizing and batching options on a bounded pool: every row in its partit
         const batches = Array.from({ length: c.batches }, (_, b) => make(c.batchRows, b + 1));
         const pool = new MemoryPool(c.poolMiB * MiB);
         const options: WriterOptions = { numPartitions: c.numPartitions, partitioning: { kind: 'hash', keys: ['key'] }, memoryPool: pool, spillDir, codec: c.codec };
-        for (const name of ['memLimit', 'memLimitFloor', 'maxBatchRows', 'mergeThreshold', 'resizeThreshold', 'compressionMinRows', 'stagingBytes', 'concurrentTasks', 'pageBytes', 'blockBytes'] as const) {
+        for (const name of ['memLimit', 'memLimitFloor', 'maxBatchRows', 'mergeThreshold', 'resizeThreshold', 'compressionMinRows', 'minCompressionSavings', 'stagingBytes', 'concurrentTasks', 'pageBytes', 'blockBytes'] as const) {
           if (c[name] !== undefined) options[name] = c[name];
         }
         const outcome = await runShuffle(dir, options, batches, 'map', c.writer);

@@ -49,6 +49,7 @@ export interface MapTaskWriterSpec {
   maxBatchRows?: number;
   mergeThreshold?: number;
   compressionMinRows?: number;
+  minCompressionSavings?: number;
   dictionaryUpdates?: DictionaryUpdates;
   /** The sort writer's page and block sizes (the hash writer ignores them). */
   pageBytes?: number;
@@ -67,6 +68,7 @@ const WRITER_SPEC_KEYS = {
   maxBatchRows: true,
   mergeThreshold: true,
   compressionMinRows: true,
+  minCompressionSavings: true,
   dictionaryUpdates: true,
   pageBytes: true,
   blockBytes: true,

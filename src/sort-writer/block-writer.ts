@@ -1,4 +1,5 @@
 import type { Codec } from '../format/codec.js';
+import type { CompressionPolicy } from '../format/compression-advisor.js';
 import type { MemoryReservation } from '../memory/memory-pool.js';
 import { offsetOf, pageOf } from './packed-pointer.js';
 import { BLOCK_HEADER_BYTES, writeBlockHeader } from './row-format.js';
@@ -25,6 +26,8 @@ export interface BlockWriterOptions {
   maxRows: number;
   /** blocks with fewer rows, unless they hold at least COMPRESS_BLOCK_BYTES, are stored uncompressed (Gluten's compression threshold) */
   compressionMinRows: number;
+  /** whether a block is worth compressing, learnt from the blocks before it (one position: a block is one buffer) */
+  policy?: CompressionPolicy;
 }
 
 /**
@@ -167,19 +170,33 @@ export class BlockWriter {
     return { page: pages.page(number), offset, length: align4(ROW_LENGTH_BYTES + pages.view(number).getUint32(offset, true)) };
   }
 
-  /** The block's header and stored bytes: compressed unless it is too small, compression does not shrink it, or there is no memory for the output. */
+  /**
+   * The block's header and stored bytes: compressed unless it is too small, the
+   * policy says blocks like it do not shrink enough, compression does not shrink
+   * it, or there is no memory for the output.
+   */
   private async encode(partition: number, raw: Uint8Array, rows: number, slot: number, extra: number): Promise<StagedBlock> {
     const at = slot * BLOCK_HEADER_BYTES;
     const header = this.headers.subarray(at, at + BLOCK_HEADER_BYTES);
-    const { codec, compressionMinRows } = this.options;
+    const { codec, compressionMinRows, policy } = this.options;
     const large = raw.byteLength > this.options.blockBytes;
     if (codec !== null && (rows >= compressionMinRows || raw.byteLength >= COMPRESS_BLOCK_BYTES) && (!large || extra > 0)) {
-      const pieces = await codec.compress(raw);
-      let stored = 0;
-      for (const piece of pieces) stored += piece.byteLength;
-      if (stored < raw.byteLength) {
-        writeBlockHeader(this.headerView, at, rows, raw.byteLength, stored);
-        return { partition, chunks: [header, ...pieces] };
+      for (let wait = policy?.settled?.(0); wait !== undefined; wait = policy?.settled?.(0)) await wait;
+      if (policy?.shouldCompress(0) ?? true) {
+        let pieces: Uint8Array[];
+        try {
+          pieces = await codec.compress(raw);
+        } catch (error) {
+          policy?.abandon?.(0);
+          throw error;
+        }
+        let stored = 0;
+        for (const piece of pieces) stored += piece.byteLength;
+        policy?.record(0, raw.byteLength, stored);
+        if (stored < raw.byteLength) {
+          writeBlockHeader(this.headerView, at, rows, raw.byteLength, stored);
+          return { partition, chunks: [header, ...pieces] };
+        }
       }
     }
     writeBlockHeader(this.headerView, at, rows, raw.byteLength, raw.byteLength);

@@ -2,6 +2,7 @@ import { tmpdir } from 'node:os';
 import { Schema, type RecordBatch } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
 import { codecByName, type Codec, type CodecName } from '../format/codec.js';
+import { CompressionAdvisor, DEFAULT_MIN_SAVINGS } from '../format/compression-advisor.js';
 import { assertDirectory, DataFileWriter } from '../format/output-files.js';
 import type { MemoryPool, MemoryReservation, Reclaimable } from '../memory/memory-pool.js';
 import { defaultMemoryPool } from '../memory/default-pool.js';
@@ -91,6 +92,8 @@ export class SortShuffleWriter implements Reclaimable {
   private readonly options: SortShuffleWriterOptions;
   private readonly codecName: CodecName;
   private readonly codec: Codec | null;
+  /** whether blocks are worth compressing (minCompressionSavings), kept across block writers */
+  private readonly advisor: CompressionAdvisor;
   private readonly spillDir: string;
   private readonly output: DataFileWriter;
   private readonly reservation: MemoryReservation;
@@ -142,6 +145,7 @@ export class SortShuffleWriter implements Reclaimable {
     this.numPartitions = options.numPartitions;
     this.codecName = options.codec ?? 'lz4';
     this.codec = codecByName(this.codecName);
+    this.advisor = new CompressionAdvisor(options.minCompressionSavings ?? DEFAULT_MIN_SAVINGS);
     this.spillDir = options.spillDir ?? tmpdir();
     this.output = output;
     this.pool = pool;
@@ -432,6 +436,7 @@ export class SortShuffleWriter implements Reclaimable {
       blockBytes: this.blockBytes,
       maxRows: this.options.maxBatchRows ?? DEFAULT_MAX_BATCH_ROWS,
       compressionMinRows: this.options.compressionMinRows ?? DEFAULT_COMPRESSION_MIN_ROWS,
+      policy: this.advisor,
     };
     const bytes = BlockWriter.bytesFor(options);
     await this.reservation.grow(bytes);

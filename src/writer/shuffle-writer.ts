@@ -2,7 +2,7 @@ import { tmpdir } from 'node:os';
 import { Schema, type Data, type RecordBatch, type Vector } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
 import { codecByName, type Codec } from '../format/codec.js';
-import { CompressionAdvisor, STORE_RAW } from '../format/compression-advisor.js';
+import { CompressionAdvisor, DEFAULT_MIN_SAVINGS, STORE_RAW } from '../format/compression-advisor.js';
 import {
   compressionBound,
   encodeRawPayload,
@@ -95,7 +95,7 @@ export class ShuffleWriter implements Reclaimable {
   private failure: unknown = null;
   private readonly options: Required<Omit<ShuffleWriterOptions, 'schema' | 'codec' | 'memoryPool' | 'overwrite'>>;
   private readonly codec: Codec | null;
-  private readonly advisor = new CompressionAdvisor();
+  private readonly advisor: CompressionAdvisor;
   private readonly output: DataFileWriter;
   private readonly pool: MemoryPool;
   private readonly reservation: MemoryReservation;
@@ -192,11 +192,13 @@ export class ShuffleWriter implements Reclaimable {
       resizeThreshold: options.resizeThreshold ?? DEFAULT_RESIZE_THRESHOLD,
       mergeThreshold: options.mergeThreshold ?? DEFAULT_MERGE_THRESHOLD,
       compressionMinRows: options.compressionMinRows ?? DEFAULT_COMPRESSION_MIN_ROWS,
+      minCompressionSavings: options.minCompressionSavings ?? DEFAULT_MIN_SAVINGS,
       dictionaryUpdates: options.dictionaryUpdates ?? 'delta',
       // staged rows cannot be spilled: under a limit they starved other writers of a tight shared pool
       stagingBytes: Math.min(options.stagingBytes ?? (bounded ? 0 : MAX_STAGING_BYTES), Math.floor(share * MAX_STAGING_SHARE)),
     };
     this.codec = codecByName(options.codec ?? 'lz4');
+    this.advisor = new CompressionAdvisor(this.options.minCompressionSavings);
     this.output = output;
     this.pool = pool;
     this.reservation = pool.register(`ShuffleWriter[map ${this.options.mapId}]`, this);

@@ -84,6 +84,15 @@ export interface ShuffleWriterOptions {
   /** Batches with fewer rows are stored uncompressed (default 100, spark.gluten.sql.columnar.shuffle.compression.threshold). */
   compressionMinRows?: number;
   /**
+   * The least share of its size a compressed buffer (the sort writer: a block) must save for the
+   * writer to keep compressing buffers like it, in [0, 1] (default 0.15, DEFAULT_MIN_SAVINGS; Arrow
+   * C++'s `min_space_savings`). A column position whose buffers keep saving less is stored raw (the
+   * IPC prefix -1) and tried again now and then (compression-advisor.ts). 0 keeps every buffer that
+   * shrinks at all; 1 stores everything raw after the first few tries. Raise it when CPU is scarcer
+   * than I/O, lower it when the bytes cross a slow network.
+   */
+  minCompressionSavings?: number;
+  /**
    * The most bytes of input rows gathered from small batches before they are split
    * (input-staging.ts): batches that bring fewer than 16 rows to each partition
    * (8,192 rows above P = 512) are staged until they bring 64; 0 splits every batch as
@@ -144,6 +153,9 @@ export function validateOptions(options: ShuffleWriterOptions): void {
   positive('compressionMinRows', options.compressionMinRows, 0);
   positive('stagingBytes', options.stagingBytes, 0);
   positive('concurrentTasks', options.concurrentTasks, 1);
+  if (options.minCompressionSavings !== undefined && !(options.minCompressionSavings >= 0 && options.minCompressionSavings <= 1)) {
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `minCompressionSavings is a share of a buffer's size in [0, 1], got ${String(options.minCompressionSavings)}`);
+  }
   if (options.mergeThreshold !== undefined && options.mergeThreshold > 1) {
     throw new ShuffleError('CS_INVALID_ARGUMENT', `mergeThreshold is a share of maxBatchRows in [0, 1], got ${options.mergeThreshold}`);
   }
