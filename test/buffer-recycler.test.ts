@@ -37,6 +37,19 @@ describe('BufferRecycler', () => {
     expect([recycler.reused, recycler.allocated]).toEqual([1, 2]);
   });
 
+  test('takeUnzeroed gives the same array back as it was left, and counts like take', () => {
+    const recycler = new BufferRecycler(16 * MiB);
+    const first = recycler.takeUnzeroed(LARGE);
+    expect(first.every((b) => b === 0), 'a new array is zeroed anyway').toBe(true);
+    first.fill(7);
+    recycler.give(first);
+    const again = recycler.takeUnzeroed(LARGE);
+    expect(again.buffer).toBe(first.buffer);
+    expect(again.every((b) => b === 7)).toBe(true);
+    expect(recycler.bytes).toBe(0);
+    expect([recycler.reused, recycler.allocated]).toEqual([1, 1]);
+  });
+
   test('another length is a new array', () => {
     const recycler = new BufferRecycler(16 * MiB);
     const given = new Uint8Array(LARGE + 8);
@@ -266,13 +279,13 @@ describe('small partition buffers are reused too', () => {
     const small = (bytes: number) => bytes >= 4 * 1024 && bytes < 64 * 1024;
     const taken: ArrayBufferLike[][] = [];
     for (let task = 0; task < 2; task++) {
-      const take = vi.spyOn(pool.recycler, 'take');
+      const takes = [vi.spyOn(pool.recycler, 'take'), vi.spyOn(pool.recycler, 'takeUnzeroed')];
       const prefix = join(dir, `task-${task}`);
       const writer = await ShuffleWriter.create({ numPartitions: P, partitioning: MATRIX_PARTITIONING, outputPrefix: prefix, memoryPool: pool, spillDir: dir, mapId: task });
       for (const batch of input.batches()) await writer.write(batch);
       await writer.finish();
-      taken.push(take.mock.calls.flatMap(([bytes], i) => (small(bytes) ? [take.mock.results[i]!.value.buffer] : [])));
-      take.mockRestore();
+      taken.push(takes.flatMap((take) => take.mock.calls.flatMap(([bytes], i) => (small(bytes) ? [take.mock.results[i]!.value.buffer] : []))));
+      for (const take of takes) take.mockRestore();
       expect((await checkOutput(prefix, input, P)).problems).toEqual([]);
     }
     const [first, second] = taken as [ArrayBufferLike[], ArrayBufferLike[]];

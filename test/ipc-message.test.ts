@@ -56,6 +56,31 @@ test.each([null, 'lz4'] as const)('encodeRecordBatchPayload (codec %s): empty bu
 });
 
 /**
+ * A payload's arena may come unzeroed (a recycled one keeps its last user's bytes): the message
+ * is byte for byte the one a zeroed arena gives, padding and header gaps included, whether
+ * buffers are compressed, stored raw by the policy, or laid out by the raw path (STORE_RAW).
+ */
+test('encodeRecordBatchPayload writes the same bytes into an arena full of garbage as into a zeroed one', async () => {
+  const bytesOf = fc.oneof(fc.uint8Array({ maxLength: 40 }), fc.integer({ min: 0, max: 300 }).map((n) => new Uint8Array(n).fill(3)));
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(bytesOf, { maxLength: 8 }),
+      fc.array(fc.record({ length: fc.nat(100), nullCount: fc.nat(100) }), { maxLength: 4 }),
+      fc.constantFrom('lz4', 'zstd'),
+      fc.boolean(),
+      async (buffers, nodes, codecName, storeRaw) => {
+        const codec = codecByName(codecName);
+        const policy = storeRaw ? STORE_RAW : undefined;
+        const zeroed = await encodeRecordBatchPayload(7, nodes, buffers, codec, policy, (bytes) => new Uint8Array(bytes + 16));
+        const garbage = await encodeRecordBatchPayload(7, nodes, buffers, codec, policy, (bytes) => new Uint8Array(bytes + 16).fill(0xaa));
+        expect(Buffer.concat(garbage.chunks)).toEqual(Buffer.concat(zeroed.chunks));
+      },
+    ),
+    { numRuns: 300 },
+  );
+});
+
+/**
  * The synchronous raw path (tiny payloads, codec none) lays out exactly the bytes the general
  * encoder writes when it stores every buffer raw, whether it allocates or writes into a given
  * zeroed array (a slab range).

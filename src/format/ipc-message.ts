@@ -361,7 +361,8 @@ export function payloadArenaBound(rawBytes: number, count: number): number {
  * compresses, the body is laid out at once by `encodeRawPayload`.
  *
  * The arena comes from `allocate` (a recycled buffer, possibly longer than
- * asked) and is the message's `arena`.
+ * asked, and not necessarily zeroed: every byte of the body is written, the
+ * padding included) and is the message's `arena`.
  */
 export function encodeRecordBatchPayload(
   rows: number,
@@ -371,7 +372,10 @@ export function encodeRecordBatchPayload(
   advisor?: CompressionPolicy,
   allocate: Allocate = allocateNew,
 ): Promise<EncodedMessage> {
-  if (codec === null || advisor?.neverCompresses === true) return Promise.resolve(encodeRawPayload(rows, nodes, buffers, codec, allocate));
+  if (codec === null || advisor?.neverCompresses === true) {
+    // encodeRawPayload writes the header into the arena, and leaves its gaps and the padding as they are
+    return Promise.resolve(encodeRawPayload(rows, nodes, buffers, codec, (bytes) => allocate(bytes).fill(0, 0, bytes)));
+  }
   const slots: number[] = [];
   let arenaBytes = 0;
   for (const b of buffers) {

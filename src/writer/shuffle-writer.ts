@@ -170,6 +170,8 @@ export class ShuffleWriter implements Reclaimable {
   private readonly arenaLength: (bytes: number) => number;
   /** A payload's arena (emit reserved arenaLength of its bound): the payload store gives it back. */
   private readonly allocateArena = (bytes: number): Uint8Array => this.reservation.recycler.take(this.arenaLength(bytes));
+  /** The same for a payload to be compressed, which writes every byte of its body (encodeRecordBatchPayload): not zeroed. */
+  private readonly allocateCompressedArena = (bytes: number): Uint8Array => this.reservation.recycler.takeUnzeroed(this.arenaLength(bytes));
 
   private constructor(options: ShuffleWriterOptions, output: DataFileWriter) {
     const pool = options.memoryPool ?? defaultMemoryPool();
@@ -950,7 +952,7 @@ export class ShuffleWriter implements Reclaimable {
     // copies the views into the payload's arena before it returns: the buffer may be refilled at once
     const message = storedRaw
       ? encodeRawPayload(buffer.filled, nodes, bodyBuffers, this.codec, range?.bytes ?? this.allocateArena)
-      : encodeRecordBatchPayload(buffer.filled, nodes, bodyBuffers, this.codec, this.advisor, this.allocateArena);
+      : encodeRecordBatchPayload(buffer.filled, nodes, bodyBuffers, this.codec, this.advisor, this.allocateCompressedArena);
     for (const column of buffer.columns) column.clear();
     buffer.filled = 0;
     for (const dictionary of this.dictionaryMessages(p)) this.store.add(p, dictionary, 0, false); // the tracker holds their memory
