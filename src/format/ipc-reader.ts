@@ -12,6 +12,7 @@ import { ShuffleError, type ErrorLocation } from '../errors.js';
 import { codecByArrowType } from './codec.js';
 import { CONTINUATION_MARKER, padding8, variadicBufferCountsOf, type FieldNodeInfo } from './ipc-message.js';
 import { metadataCountProblem } from './metadata-counts.js';
+import { retainShapes } from './retained-shapes.js';
 import { columnInconsistency } from './validate-column.js';
 import { flatKindsOf, loadFlatColumns, type FlatKind } from './flat-loader.js';
 
@@ -284,6 +285,8 @@ class MessageCursor {
     return new ShuffleError('CS_CORRUPT_DATA', `invalid Arrow IPC stream: ${what}`, where, { cause });
   }
 }
+
+retainShapes(new MessageCursor(new Uint8Array(0), {})); // one per stream, none alive between reads (retained-shapes.ts)
 
 /**
  * The columns of a record batch or dictionary batch: by loadFlatColumns when

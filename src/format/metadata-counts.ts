@@ -7,6 +7,7 @@ import { Message as FbMessage } from 'apache-arrow/fb/message';
 import { MessageHeader as FbMessageHeader } from 'apache-arrow/fb/message-header';
 import { RecordBatch as FbRecordBatch } from 'apache-arrow/fb/record-batch';
 import { Schema as FbSchema } from 'apache-arrow/fb/schema';
+import { retainShapes } from './retained-shapes.js';
 
 /**
  * Checks the element counts of a message's (or a file footer's) flatbuffer
@@ -157,6 +158,8 @@ class DecodeBudget {
     return `names and custom metadata add up to more than ${STRING_BYTES_PER_BYTE} x the ${this.size} bytes of metadata`;
   }
 }
+
+retainShapes(new DecodeBudget(0)); // one per message, none alive between reads (retained-shapes.ts)
 
 function recordBatchProblem(batch: FbRecordBatch | null, size: number): string | null {
   if (batch === null) return 'the record batch header is missing';

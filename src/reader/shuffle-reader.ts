@@ -7,6 +7,7 @@ import { readRowPartition, RowHeaderCache } from '../sort-writer/row-reader.js';
 import { sameSchema } from '../writer/same-schema.js';
 import { BatchCoalescer } from './batch-coalescer.js';
 import { LocalFileSource, type ByteRangeSource } from './byte-source.js';
+import { retainReaderShapes } from './reader-shapes.js';
 
 /** The sources of one shuffle output; `checksum` is optional (outputs of other writers may have none). */
 export interface ShuffleOutputSources {
@@ -94,6 +95,7 @@ export class ShuffleReader {
 
   /** Reads the index (and checksums) from the given sources and validates them against the data's size. */
   static async fromSources(sources: ShuffleOutputSources, options: OpenOptions = {}): Promise<ShuffleReader> {
+    await retainReaderShapes();
     const { index, data, checksum } = sources;
     const runBytes = options.readRunBytes;
     if (runBytes !== undefined && !(Number.isSafeInteger(runBytes) && runBytes >= 0)) {
