@@ -12,7 +12,6 @@ import { ShuffleError, type ErrorLocation } from '../errors.js';
 import { codecByArrowType } from './codec.js';
 import { CONTINUATION_MARKER, padding8, variadicBufferCountsOf, type FieldNodeInfo } from './ipc-message.js';
 import { metadataCountProblem } from './metadata-counts.js';
-import { retainShapes } from './retained-shapes.js';
 import { columnInconsistency } from './validate-column.js';
 import { flatKindsOf, loadFlatColumns, type FlatKind } from './flat-loader.js';
 
@@ -286,7 +285,17 @@ class MessageCursor {
   }
 }
 
-retainShapes(new MessageCursor(new Uint8Array(0), {})); // one per stream, none alive between reads (retained-shapes.ts)
+/**
+ * Every message of a stream, decoded as readIpcStream decodes them, with the
+ * objects decoding made (the cursor, each message and its header): for
+ * reader-shapes.ts, which keeps them.
+ */
+export function decodedMessageObjects(bytes: Uint8Array): unknown[] {
+  const cursor = new MessageCursor(bytes, {});
+  const objects: unknown[] = [cursor];
+  for (let raw = cursor.next(); raw !== null; raw = cursor.next()) objects.push(raw, raw.message, raw.header);
+  return objects;
+}
 
 /**
  * The columns of a record batch or dictionary batch: by loadFlatColumns when

@@ -19,9 +19,8 @@ import {
   type Vector,
 } from 'apache-arrow';
 import { CompressionType } from 'apache-arrow/fb/compression-type';
-import { Message } from 'apache-arrow/ipc/metadata/message';
-import { CONTINUATION_MARKER, encodeRecordBatchHeader } from '../format/ipc-message.js';
-import { readIpcStream } from '../format/ipc-reader.js';
+import { encodeRecordBatchHeader } from '../format/ipc-message.js';
+import { decodedMessageObjects, readIpcStream } from '../format/ipc-reader.js';
 import { retainShapes } from '../format/retained-shapes.js';
 
 let retaining: Promise<void> | null = null;
@@ -63,17 +62,11 @@ export async function sampleReadObjects(): Promise<unknown[]> {
   });
   const stream = tableToIPC(table, 'stream');
   for await (const batch of readIpcStream(stream)) objects.push(batch, batch.data, batch.schema);
-  // each message as MessageCursor decodes it, and a compressed record batch's header (its BodyCompression)
-  const view = new DataView(stream.buffer, stream.byteOffset, stream.byteLength);
-  for (let at = 0; at + 8 <= stream.byteLength && view.getUint32(at, true) === CONTINUATION_MARKER; ) {
-    const size = view.getInt32(at + 4, true);
-    if (size <= 0) break;
-    const message = Message.decode(stream.subarray(at + 8, at + 8 + size));
-    objects.push(message, message.header());
-    at += 8 + size + Number(message.bodyLength);
-  }
-  const compressed = encodeRecordBatchHeader(1, [{ length: 1, nullCount: 0 }], [0, 0, 0, 16], CompressionType.LZ4_FRAME, 16);
-  const message = Message.decode(compressed.subarray(8));
-  objects.push(message, message.header());
+  objects.push(...decodedMessageObjects(stream));
+  // a compressed record batch's message (its header has a BodyCompression), with a body of 16 zero bytes
+  const header = encodeRecordBatchHeader(1, [{ length: 1, nullCount: 0 }], [0, 0, 0, 16], CompressionType.LZ4_FRAME, 16);
+  const compressed = new Uint8Array(header.byteLength + 16);
+  compressed.set(header);
+  objects.push(...decodedMessageObjects(compressed));
   return objects;
 }
