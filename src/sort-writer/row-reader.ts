@@ -117,7 +117,7 @@ async function storedRows(block: BlockRef, codec: Codec | null, where: ErrorLoca
 }
 
 /** Walks the block headers of a partition, checking each against the bytes present. */
-class BlockCursor {
+export class BlockCursor {
   private position: number;
   private readonly view: DataView;
   private ended = false;
