@@ -17,6 +17,7 @@ export {
   type ShuffleWriteResult,
 } from './writer/writer-options.js';
 export type { Partitioning } from './writer/partitioner.js';
+export type { RangeBounds, RangeKey } from './writer/range-partitioner.js';
 export type { DictionaryUpdates } from './writer/dictionary-tracker.js';
 export { MemoryPool, MemoryReservation, MemoryLimitError, type Reclaimable } from './memory/memory-pool.js';
 export { defaultMemoryPool } from './memory/default-pool.js';

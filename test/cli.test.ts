@@ -242,6 +242,35 @@ describe('write', () => {
     expect(rowsOf(new Table(all.flatMap((t) => t.batches)))).toEqual(rowsOf(INPUT));
   });
 
+  test('--partitioning range with --bounds: partition p holds the ids in (bound p - 1, bound p], a descending key the reverse', async () => {
+    const bounds = join(dir, 'bounds.arrows');
+    await writeFile(bounds, tableToIPC(new Table({ id: vectorFromArray(BigInt64Array.of(999n, 2000n, 7999n)) }), 'stream'));
+    const prefix = join(dir, 'range-out');
+    const result = json(await cli('write', join(dir, 'input.arrow'), '-p', '4', '--partitioning', 'range', '-k', 'id', '--bounds', bounds, '-o', prefix, '--json'));
+    // ids 0..8000: 1000 up to 999, 1001 up to 2000, 5999 up to 7999, and 8000
+    expect(result.partitionRows).toEqual([1000, 1001, 5999, 1]);
+    expect(result.partitioning).toEqual({ kind: 'range', keys: [{ column: 'id' }], bounds });
+    const last = tableFromIPC((await cli('read', prefix, '-P', '3')).stdoutBytes);
+    expect(last.getChild('id')!.toArray()).toEqual(BigInt64Array.of(8000n));
+
+    await writeFile(bounds, tableToIPC(new Table({ id: vectorFromArray(BigInt64Array.of(7999n, 2000n)) }), 'stream'));
+    const desc = json(await cli('write', join(dir, 'input.arrow'), '-p', '3', '--partitioning', 'range', '-k', 'id:desc', '--bounds', bounds, '-o', `${prefix}-desc`, '--json'));
+    expect(desc.partitionRows).toEqual([2, 5999, 2000]);
+    const text = await cli('write', join(dir, 'input.arrow'), '-p', '3', '--partitioning', 'range', '-k', 'id:desc:nulls-first', '--bounds', bounds, '-o', `${prefix}-text`);
+    expect(text.stdout).toMatch(/into 3 partitions by range\(id desc\) with the bounds of .*bounds\.arrows/);
+  });
+
+  test('range bounds that do not fit the input: CS_INVALID_ARGUMENT naming the problem, nothing written', async () => {
+    const bounds = join(dir, 'bad-bounds.arrows');
+    await writeFile(bounds, tableToIPC(new Table({ id: vectorFromArray(Int32Array.of(5)) }), 'stream'));
+    const run = await cli('write', join(dir, 'input.arrow'), '-p', '2', '--partitioning', 'range', '-k', 'id', '--bounds', bounds, '-o', join(dir, 'bad-range'));
+    expect(run.code).toBe(1);
+    expect(errorLine(run)).toMatch(/CS_INVALID_ARGUMENT: the range bounds' column "id" is Int32, the key's values are Int64/);
+    expect((await readdir(dir)).filter((f) => f.startsWith('bad-range'))).toEqual([]);
+    const missing = await cli('write', join(dir, 'input.arrow'), '-p', '2', '--partitioning', 'range', '-k', 'id', '--bounds', join(dir, 'no-such-bounds.arrows'), '-o', join(dir, 'bad-range'));
+    expect(errorLine(missing)).toMatch(/CS_FILE_NOT_FOUND: .*no-such-bounds/);
+  });
+
   test('accepts compressed input (LZ4 and ZSTD bodies) as a stream and as a Feather V2 style file', async () => {
     const first = join(dir, 'compressed-src');
     const written = json(await cli('write', join(dir, 'input.arrow'), '-p', '1', '--partitioning', 'single', '-o', first, '--codec', 'zstd', '--json'));
@@ -771,6 +800,10 @@ describe('errors', () => {
     [['write', 'in.arrow', '-p', '2', '-o', 'x'], /give --key COL for hash partitioning/],
     [['write', 'in.arrow', '-p', '2', '-o', 'x', '--partitioning', 'hash'], /hash partitioning needs --key/],
     [['write', 'in.arrow', '-p', '2', '-o', 'x', '-k', 'id', '--partitioning', 'single'], /--key does not apply to single/],
+    [['write', 'in.arrow', '-p', '2', '-o', 'x', '--partitioning', 'range', '--bounds', 'b.arrow'], /range partitioning needs --key/],
+    [['write', 'in.arrow', '-p', '2', '-o', 'x', '-k', 'id', '--partitioning', 'range'], /range partitioning needs --bounds FILE/],
+    [['write', 'in.arrow', '-p', '2', '-o', 'x', '-k', 'id', '--bounds', 'b.arrow'], /--bounds does not apply to hash/],
+    [['write', 'in.arrow', '-p', '2', '-o', 'x', '-k', 'id:down', '--partitioning', 'range', '--bounds', 'b.arrow'], /--key id:down: a range key's order is asc, desc, nulls-first or nulls-last, got 'down'/],
     [['write', 'in.arrow', '-p', '2', '-o', 'x', '-k', 'id', '--codec', 'gzip'], /--codec must be one of lz4, zstd, none/],
     [['write', 'a.arrow', 'b.arrow', '-p', '2', '-o', 'x', '-k', 'id'], /unexpected argument 'b.arrow'/],
     [['write', 'in.arrow', '-p', '2', '-o', 'x', '-k', 'id', '--memory-limit', '0'], /--memory-limit must be a size in bytes >= 1, .*got '0'/],

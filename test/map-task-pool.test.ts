@@ -10,7 +10,7 @@
 import { readdirSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { Float64, Int64, makeData, type RecordBatch } from 'apache-arrow';
+import { Float64, Int64, makeData, Table, vectorFromArray, type RecordBatch } from 'apache-arrow';
 import { narrowBatch, NARROW_SCHEMA } from '../src/cli/demo-data.js';
 import { MapTaskPool, type MapTaskSpec } from '../src/shuffle/map-task-pool.js';
 import type { MapStatus } from '../src/shuffle/map-status.js';
@@ -94,6 +94,26 @@ describe('running map tasks', () => {
     expect(copied.metrics.transferredBytes).toBe(0);
     expect(copied.metrics.copiedBytes).toBe(80_000);
     expect(kept.byteLength).toBe(40_000);
+  });
+
+  test('a range-partitioned task: its Arrow bounds cross to the worker (as IPC bytes) and partition p holds the keys in (bound p - 1, bound p]', async () => {
+    const bounds = [100_000n, 300_000n, 500_000n, 700_000n, 900_000n];
+    const partitioning = { kind: 'range' as const, keys: ['key'], bounds: new Table({ key: vectorFromArray(bounds, new Int64()) }) };
+    const input = batches(3, 2000, 9);
+    const expected = input.flatMap((b) => [...(b.getChild('key')!.toArray() as BigInt64Array)]);
+    const status = await pool.run(spec(9, 0, { partitioning }), input).status;
+    let rows = 0;
+    for (let p = 0; p < PARTITIONS; p++) {
+      for await (const batch of new ReduceReader({ maps: [status], partitions: { start: p, end: p + 1 } })) {
+        for (const key of batch.getChild('key')!.toArray() as BigInt64Array) {
+          expect(p === 0 || key > bounds[p - 1]!, `key ${key} in partition ${p}`).toBe(true);
+          expect(p === PARTITIONS - 1 || key <= bounds[p]!, `key ${key} in partition ${p}`).toBe(true);
+          rows++;
+        }
+      }
+    }
+    expect(rows).toBe(expected.length);
+    expect(status.partitionRows.every((n) => n > 0), "every partition gets rows").toBe(true);
   });
 
   test('a task whose transform writes nothing commits an empty output from its outputSchema', async () => {

@@ -42,8 +42,17 @@ Options:
   -p, --partitions N       number of output partitions, >= 1
   -o, --output PREFIX      output path prefix, in an existing directory
   -k, --key COL[,COL...]   key columns of hash partitioning (Spark's Murmur3)
-      --partitioning KIND  hash | round-robin | single
+                           or of range partitioning, there each COL[:desc]
+                           [:nulls-first|:nulls-last] (default: ascending,
+                           nulls first; descending, nulls last)
+      --partitioning KIND  hash | range | round-robin | single
                            (default: hash with --key; otherwise required)
+      --bounds FILE        range partitioning's split points: an Arrow file
+                           or stream with a column per key (its type), one
+                           row per bound, strictly ascending in the keys'
+                           order, at most N - 1 rows; a row goes to the
+                           partition numbered by how many bounds sort
+                           before it (Spark's RangePartitioner)
   -c, --codec CODEC        body compression: lz4 | zstd | none (default: lz4)
       --dictionary-updates delta|replacement
                            how a dictionary that grows reaches each partition:

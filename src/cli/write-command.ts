@@ -1,3 +1,4 @@
+import { Table, type RecordBatch } from 'apache-arrow';
 import { stat } from 'node:fs/promises';
 import { ShuffleError } from '../errors.js';
 import { CODEC_NAMES, type CodecName } from '../format/codec.js';
@@ -9,6 +10,7 @@ import { AutoShuffleWriter } from '../auto-writer.js';
 import { createShuffleWriter, WRITER_CHOICES, type WriterChoice, type WriterKind } from '../writer-kind.js';
 import { UNBOUNDED_MEM_LIMIT, type ShuffleWriteResult } from '../writer/writer-options.js';
 import type { Partitioning } from '../writer/partitioner.js';
+import type { RangeKey } from '../writer/range-partitioner.js';
 import {
   byteSizeOption,
   choiceOption,
@@ -29,6 +31,7 @@ const OPTIONS = {
   output: { type: 'string', short: 'o' },
   key: { type: 'string', short: 'k', multiple: true },
   partitioning: { type: 'string' },
+  bounds: { type: 'string' },
   codec: { type: 'string', short: 'c' },
   'dictionary-updates': { type: 'string' },
   writer: { type: 'string', short: 'w' },
@@ -40,13 +43,16 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-const PARTITIONING_KINDS = ['hash', 'round-robin', 'single'] as const;
+const PARTITIONING_KINDS = ['hash', 'range', 'round-robin', 'single'] as const;
+
+/** The partitioning as the command line gives it: a range partitioning's bounds are a file until they are read. */
+type CliPartitioning = Exclude<Partitioning, { kind: 'range' }> | { kind: 'range'; keys: RangeKey[]; bounds: string };
 const DICTIONARY_UPDATES = ['delta', 'replacement'] as const;
 
 interface WriteArgs {
   input: string;
   numPartitions: number;
-  partitioning: Partitioning;
+  partitioning: CliPartitioning;
   outputPrefix: string;
   codec: CodecName;
   dictionaryUpdates: DictionaryUpdates;
@@ -67,13 +73,16 @@ function parse(args: string[]): WriteArgs {
   const keys = ((parsed.values.key ?? []) as string[]).flatMap((k) => k.split(',')).map((k) => k.trim());
   if (keys.some((k) => k.length === 0)) throw new UsageError('--key has an empty column name', 'write');
   const kind = choiceOption(stringOption(parsed, 'partitioning'), 'partitioning', PARTITIONING_KINDS, 'write') ?? (keys.length > 0 ? 'hash' : undefined);
-  if (kind === undefined) throw new UsageError('give --key COL for hash partitioning, or --partitioning round-robin|single', 'write');
-  if (kind === 'hash' && keys.length === 0) throw new UsageError('hash partitioning needs --key COL[,COL...]', 'write');
-  if (kind !== 'hash' && keys.length > 0) throw new UsageError(`--key does not apply to ${kind} partitioning`, 'write');
+  if (kind === undefined) throw new UsageError('give --key COL for hash partitioning, or --partitioning range|round-robin|single', 'write');
+  if ((kind === 'hash' || kind === 'range') && keys.length === 0) throw new UsageError(`${kind} partitioning needs --key COL[,COL...]`, 'write');
+  if (kind !== 'hash' && kind !== 'range' && keys.length > 0) throw new UsageError(`--key does not apply to ${kind} partitioning`, 'write');
+  const bounds = stringOption(parsed, 'bounds');
+  if (kind === 'range' && bounds === undefined) throw new UsageError('range partitioning needs --bounds FILE (an Arrow file or stream of the key columns)', 'write');
+  if (kind !== 'range' && bounds !== undefined) throw new UsageError(`--bounds does not apply to ${kind} partitioning`, 'write');
   return {
     input,
     numPartitions,
-    partitioning: kind === 'hash' ? { kind, keys } : { kind },
+    partitioning: kind === 'range' ? { kind, keys: keys.map(rangeKeyOf), bounds: bounds! } : kind === 'hash' ? { kind, keys } : { kind },
     outputPrefix,
     codec: choiceOption(stringOption(parsed, 'codec'), 'codec', CODEC_NAMES, 'write') ?? 'lz4',
     dictionaryUpdates: choiceOption(stringOption(parsed, 'dictionary-updates'), 'dictionary-updates', DICTIONARY_UPDATES, 'write') ?? 'delta',
@@ -86,10 +95,36 @@ function parse(args: string[]): WriteArgs {
   };
 }
 
+/** `COL`, `COL:desc`, `COL:asc:nulls-last`: a range key and its order (Spark's defaults: ascending, nulls first when ascending). */
+function rangeKeyOf(spec: string): RangeKey {
+  const [column, ...modifiers] = spec.split(':');
+  const key: { column: string; descending?: boolean; nullsFirst?: boolean } = { column: column! };
+  for (const modifier of modifiers) {
+    if (modifier === 'asc' || modifier === 'desc') key.descending = modifier === 'desc';
+    else if (modifier === 'nulls-first' || modifier === 'nulls-last') key.nullsFirst = modifier === 'nulls-first';
+    else throw new UsageError(`--key ${spec}: a range key's order is asc, desc, nulls-first or nulls-last, got '${modifier}'`, 'write');
+  }
+  return key;
+}
+
+/** The writer's partitioning: a range partitioning's bounds read from their Arrow file (every batch of it). */
+async function partitioningOf(partitioning: CliPartitioning): Promise<Partitioning> {
+  if (partitioning.kind !== 'range') return partitioning;
+  const input = await openArrowInput(partitioning.bounds);
+  try {
+    const batches: RecordBatch[] = [];
+    for await (const batch of input.batches()) batches.push(batch);
+    return { ...partitioning, bounds: batches.length === 0 ? new Table(input.schema) : new Table(batches) };
+  } finally {
+    await input.close();
+  }
+}
+
 export async function writeCommand(args: string[], ctx: CliContext): Promise<number> {
   const options = parse(args);
   const started = performance.now();
   if (options.spillDir !== undefined) await assertSpillDir(options.spillDir);
+  const partitioning = await partitioningOf(options.partitioning);
   const input = await openArrowInput(options.input);
   const memoryLimit = options.memoryLimit ?? defaultMemoryLimit(ctx.systemMemory);
   const progress = createProgress(ctx.stderr, 'write');
@@ -98,7 +133,7 @@ export async function writeCommand(args: string[], ctx: CliContext): Promise<num
   try {
     const writer = await createShuffleWriter(options.writer, {
       numPartitions: options.numPartitions,
-      partitioning: options.partitioning,
+      partitioning,
       outputPrefix: options.outputPrefix,
       codec: options.codec,
       dictionaryUpdates: options.dictionaryUpdates,
@@ -167,7 +202,13 @@ function report(ctx: CliContext, options: WriteArgs, used: WriterKind, memoryLim
   const nonEmpty = result.partitionRows.filter((r) => r > 0);
   const min = nonEmpty.reduce((a, b) => Math.min(a, b), Infinity);
   const max = nonEmpty.reduce((a, b) => Math.max(a, b), 0);
-  const how = options.partitioning.kind === 'hash' ? `hash(${options.partitioning.keys.join(', ')})` : options.partitioning.kind;
+  const { partitioning } = options;
+  const how =
+    partitioning.kind === 'hash'
+      ? `hash(${partitioning.keys.join(', ')})`
+      : partitioning.kind === 'range'
+        ? `range(${partitioning.keys.map((k) => k.column + (k.descending ? ' desc' : '')).join(', ')}) with the bounds of ${partitioning.bounds}`
+        : partitioning.kind;
   writeLine(ctx.stdout, `wrote ${count(result.rows)} rows (${plural(result.batches, 'input batch', 'input batches')}, Arrow ${format}) into ${count(result.numPartitions)} partitions by ${how}`);
   writeLine(ctx.stdout, `  ${result.paths.data}  ${bytes(result.bytesWritten)} (${options.codec}, ${used === 'hash' ? 'columnar hash writer' : 'sort writer: rows'}${options.writer === 'auto' ? ', chosen by auto' : ''})`);
   writeLine(ctx.stdout, `  ${result.paths.index}`);

@@ -1,4 +1,4 @@
-import type { RecordBatch } from 'apache-arrow';
+import { RecordBatch, Table, tableToIPC } from 'apache-arrow';
 import type { SerializedError } from '../errors.js';
 import type { CodecName } from '../format/codec.js';
 import type { DictionaryUpdates } from '../writer/dictionary-tracker.js';
@@ -79,7 +79,15 @@ export function writerSpecOf(spec: MapTaskWriterSpec): MapTaskWriterSpec {
   const copy: Record<string, unknown> = {};
   for (const key of Object.keys(WRITER_SPEC_KEYS) as (keyof MapTaskWriterSpec)[]) if (spec[key] !== undefined) copy[key] = spec[key];
   copy.id = { shuffleId: spec.id.shuffleId, mapId: spec.id.mapId, attempt: spec.id.attempt };
+  copy.partitioning = cloneablePartitioning(spec.partitioning);
   return copy as unknown as MapTaskWriterSpec;
+}
+
+/** A range partitioning's Arrow bounds do not structured-clone: they cross as the bytes of an IPC stream. */
+function cloneablePartitioning(partitioning: Partitioning): Partitioning {
+  if (partitioning.kind !== 'range' || partitioning.bounds instanceof Uint8Array) return partitioning;
+  const { bounds } = partitioning;
+  return { ...partitioning, bounds: tableToIPC(bounds instanceof RecordBatch ? new Table(bounds) : bounds, 'stream') };
 }
 
 /** The structured-clone form of a MapTaskSpec. */

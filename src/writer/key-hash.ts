@@ -82,7 +82,11 @@ export class DecodedDictionaries {
   private readonly scratch = new ScratchSelections();
   private indices = new Uint32Array(0);
 
-  /** The values row i of `data` points at, as a column of data.length rows (null where the index is). */
+  /**
+   * The values row i of `data` points at, as a column of data.length rows. A
+   * null index gives the dictionary's first value (or a null one): callers
+   * treat those rows themselves (the hash leaves them unchanged, range ranks them null).
+   */
   decode(data: Data): Data {
     const type = data.type as Dictionary;
     const values = this.valuesOf(data.dictionary!, type.dictionary);

@@ -2,6 +2,7 @@ import { Type, type Data, type RecordBatch, type Schema } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
 import { DecodedDictionaries, assertHashableKey, hashKeyInto } from './key-hash.js';
 import { SPARK_HASH_SEED } from './murmur3.js';
+import { RangePartitioner, type RangeBounds, type RangeKey } from './range-partitioner.js';
 import { roundRobinStart } from './round-robin-start.js';
 
 /**
@@ -9,12 +10,16 @@ import { roundRobinStart } from './round-robin-start.js';
  * - `hash`: Spark's Murmur3Hash over the key columns (seed 42, chained), pid = pmod(hash, n).
  * - `round-robin`: consecutive rows to consecutive partitions, starting where Spark
  *   starts for this map task (so a retried task repeats the first attempt's placement).
+ * - `range`: Spark's RangePartitioner with the given bounds: a row goes to the
+ *   partition numbered by how many bounds sort before it, in the keys' order
+ *   (range-partitioner.ts).
  * - `single`: everything to partition 0.
  * - `partition-id`: an upstream projection already computed the pid into an integer
  *   column (Gluten's way); that column is used and left out of the output.
  */
 export type Partitioning =
   | { readonly kind: 'hash'; readonly keys: readonly string[] }
+  | { readonly kind: 'range'; readonly keys: readonly (string | RangeKey)[]; readonly bounds: RangeBounds }
   | { readonly kind: 'round-robin' }
   | { readonly kind: 'single' }
   | { readonly kind: 'partition-id'; readonly column: string };
@@ -32,6 +37,8 @@ export function createPartitioner(partitioning: Partitioning, schema: Schema, nu
   switch (partitioning.kind) {
     case 'hash':
       return new HashPartitioner(schema, partitioning.keys, numPartitions);
+    case 'range':
+      return new RangePartitioner(schema, partitioning.keys, partitioning.bounds, numPartitions);
     case 'round-robin':
       return new RoundRobinPartitioner(numPartitions, mapId);
     case 'single':

@@ -23,7 +23,7 @@ function sameField(a: Field, b: Field): boolean {
  * or type ids: those are compared on their own (a sparse and a dense union of
  * the same children print alike but lay their buffers out differently).
  */
-function sameType(a: DataType, b: DataType): boolean {
+export function sameType(a: DataType, b: DataType): boolean {
   if (a.typeId !== b.typeId || String(a) !== String(b)) return false;
   const x = a as UnprintedParameters;
   const y = b as UnprintedParameters;

@@ -7,8 +7,10 @@ import fc from 'fast-check';
 import { Int16, Int32, Int8, Table, Uint8, makeData, tableFromIPC, tableToIPC, type DataType, type RecordBatch, type Schema } from 'apache-arrow';
 import type { CodecName } from '../../src/format/codec.js';
 import type { Partitioning } from '../../src/writer/partitioner.js';
+import type { RangeKey } from '../../src/writer/range-partitioner.js';
 import { batchOf, buildColumn, containsView, NO_BITMAP, schemaOf, TYPE_CASES, type ColumnSpec, type ValiditySpec } from './columns.js';
 import { Rng } from './random.js';
+import { boundsFrom } from './reference-range.js';
 import type { WriterOptions } from './shuffle-harness.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -37,8 +39,10 @@ export interface RoundTripCase {
   numPartitions: number;
   codec: CodecName;
   partitioning: PartitioningKind;
-  /** raw picks of hash key columns (mapped onto the hashable columns) */
+  /** raw picks of hash and range key columns (mapped onto the hashable columns) */
   keyPicks: number[];
+  /** per range key: bit 0 descending, bit 1 the null order opposite to Spark's default for the direction */
+  keyOrders: number[];
   pidPosition: number;
   mapId: number;
   maxBatchRows: number | undefined;
@@ -79,8 +83,9 @@ export const caseArb: fc.Arbitrary<RoundTripCase> = fc.record({
     fc.integer({ min: 1, max: 300 }),
   ),
   codec: fc.constantFrom<CodecName>('lz4', 'zstd', 'none'),
-  partitioning: fc.constantFrom<PartitioningKind>('hash', 'hash', 'round-robin', 'single', 'partition-id'),
+  partitioning: fc.constantFrom<PartitioningKind>('hash', 'hash', 'round-robin', 'single', 'partition-id', 'range'),
   keyPicks: fc.array(fc.nat({ max: 5 }), { minLength: 1, maxLength: 3 }),
+  keyOrders: fc.array(fc.nat({ max: 3 }), { minLength: 3, maxLength: 3 }),
   pidPosition: fc.nat({ max: 6 }),
   mapId: fc.nat({ max: 100_000 }),
   // small buffers force many evictions and resizes; 1-row buffers cost a payload per row, so they are rarer
@@ -131,6 +136,8 @@ export function build(c: RoundTripCase): Built {
     pidIndex = Math.min(c.pidPosition, specs.length);
     specs.splice(pidIndex, 0, { name: 'pid', type: pidType(c.numPartitions, c.mapId), nullable: c.mapId % 2 === 0 });
     partitioning = { kind: 'partition-id', column: 'pid' };
+  } else if (c.partitioning === 'range' && hashable.length > 0 && c.batches.length > 0) {
+    partitioning = { kind: 'range', keys: [], bounds: new Uint8Array(0) }; // bounds drawn from the batches, below
   } else if (c.partitioning === 'single') {
     partitioning = { kind: 'single' };
   } else {
@@ -163,6 +170,18 @@ export function build(c: RoundTripCase): Built {
         return schema.fields.some((f) => containsView(f.type)) ? throughIpc(batch).slice(begin, end) : throughIpc(batch.slice(begin, end));
     }
   });
+
+  if (partitioning.kind === 'range') {
+    // orderable keys are the hashable ones: the same types
+    const keys = c.keyPicks.map((k, j): RangeKey => {
+      const order = c.keyOrders[j]!;
+      const descending = (order & 1) === 1;
+      return { column: hashable[k % hashable.length]!, descending, ...((order & 2) === 2 ? { nullsFirst: descending } : {}) };
+    });
+    const rng = new Rng(c.mapId);
+    const pick = (rows: number) => Array.from({ length: Math.min(rows, rng.int(0, 40)) }, () => rng.int(0, rows - 1));
+    partitioning = { kind: 'range', keys, bounds: boundsFrom(batches, keys, c.numPartitions - 1, pick) };
+  }
 
   // in-memory and IPC-read batches mix, whichever schema object the writer is bound to
   // (without batches there is no first batch: finish() needs the schema option)

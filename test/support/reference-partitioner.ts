@@ -6,19 +6,22 @@
  * - round-robin: starts at roundRobinStart(mapId, n); the first row goes to (start + 1) % n,
  *   every following row (across batches) to the next partition;
  * - single: 0;
- * - partition-id: the value of the pid column.
+ * - partition-id: the value of the pid column;
+ * - range: reference-range.ts (key tuples compared one value at a time).
  */
 import type { RecordBatch, Schema } from 'apache-arrow';
 import type { Partitioning } from '../../src/writer/partitioner.js';
 import { DecodedDictionaries, hashKeyInto } from '../../src/writer/key-hash.js';
 import { pmod, SPARK_HASH_SEED } from '../../src/writer/murmur3.js';
 import { roundRobinStart } from '../../src/writer/round-robin-start.js';
+import { ReferenceRange } from './reference-range.js';
 
 export class ReferencePartitioner {
   private position: number;
   private readonly keyIndexes: number[];
   private readonly pidIndex: number;
   private readonly decoded = new DecodedDictionaries();
+  private readonly range: ReferenceRange | null;
 
   constructor(
     private readonly partitioning: Partitioning,
@@ -34,10 +37,12 @@ export class ReferencePartitioner {
     };
     this.keyIndexes = partitioning.kind === 'hash' ? partitioning.keys.map(indexOf) : [];
     this.pidIndex = partitioning.kind === 'partition-id' ? indexOf(partitioning.column) : -1;
+    this.range = partitioning.kind === 'range' ? new ReferenceRange(partitioning.keys, partitioning.bounds) : null;
   }
 
   /** The partition of every row of `batch`, in row order (advances the round-robin position). */
   partitionsOf(batch: RecordBatch): number[] {
+    if (this.range !== null) return this.range.partitionsOf(batch);
     const n = this.numPartitions;
     const out: number[] = [];
     const columns = batch.data.children;

@@ -1,0 +1,468 @@
+import { DateUnit, Precision, Type, util, type Data, type DataType, type Date_, type Decimal, type FixedSizeBinary, type Float, type Int, type Interval, type Time } from 'apache-arrow';
+import { IntervalUnit } from 'apache-arrow/enum';
+import { ShuffleError } from '../errors.js';
+import { viewValueOf, type ViewValue } from '../format/binary-view.js';
+
+/** How one key column orders its values (Spark's SortOrder: ascending puts nulls first, descending puts them last). */
+export interface KeyOrder {
+  readonly descending: boolean;
+  readonly nullsFirst: boolean;
+}
+
+/**
+ * Ranks the values of one key column against the distinct values a range
+ * partitioning's bounds hold in that column, so that comparing rows with
+ * bounds over several key columns becomes comparing small integers.
+ *
+ * With the D distinct non-null bound values sorted ascending, a value v gets
+ *
+ * ```text
+ * rank(v) = 2 * (bound values < v) + (1 if v is one of them else 0)    in [0, 2D]
+ * descending:  2D - rank(v)
+ * null:        -1 when nulls come first, 2D + 1 when they come last
+ * ```
+ *
+ * so rank(a) < rank(b) exactly when a sorts before b, and a bound value's rank
+ * is odd. Worked example, bound values 10, 20 (D = 2), ascending, nulls first:
+ * 5 -> 0, 10 -> 1, 15 -> 2, 20 -> 3, 25 -> 4, null -> -1; descending with
+ * nulls last: 5 -> 4, 10 -> 3, 25 -> 0, null -> 5.
+ *
+ * Values compare as Spark SQL orders them: integers, dates, times, timestamps,
+ * durations and decimals by value (timestamps of one type share a unit and a
+ * zone), floats by value with -0.0 equal to 0.0 and NaN above everything
+ * (NaN equal to NaN), booleans false before true, strings and binaries byte by
+ * byte, unsigned (UTF-8 bytes sort as code points). Every column a rank is
+ * taken of has the bound column's type.
+ */
+export class KeyRanks {
+  private readonly values: BoundValues;
+  /** D: the distinct non-null bound values */
+  readonly distinct: number;
+  private readonly scratch: Scratch = { numbers: new Float64Array(0), starts: new Float64Array(0), lengths: new Int32Array(0) };
+
+  constructor(readonly type: DataType, bounds: readonly Data[], readonly order: KeyOrder) {
+    this.values = boundValuesOf(valueKindOf(type), bounds, this.scratch);
+    this.distinct = this.values.count;
+  }
+
+  /** out[i] = the rank of row i of `data` (of this key's type), for i in [0, data.length). */
+  ranksInto(data: Data, out: Int32Array): void {
+    const n = data.length;
+    const { values } = this;
+    switch (values.kind) {
+      case 'null':
+        break;
+      case 'number': {
+        if (this.scratch.numbers.length < n) this.scratch.numbers = new Float64Array(Math.max(n, this.scratch.numbers.length * 2));
+        const numbers = this.scratch.numbers;
+        numbersInto(data, numbers);
+        numberRanksInto(numbers, n, values.sorted, values.count, out);
+        break;
+      }
+      case 'words':
+        wordRanksInto(wordsOf(data), values.width, values.signed, n, values.sorted, values.count, out);
+        break;
+      case 'bytes':
+        byteRanksInto(data, n, values.sorted, values.prefixes, this.scratch, out);
+        break;
+    }
+    const d2 = 2 * values.count;
+    if (this.order.descending) for (let i = 0; i < n; i++) out[i] = d2 - out[i]!;
+    if (values.kind === 'null') out.fill(this.nullRank, 0, n);
+    else this.nullsInto(data, out);
+  }
+
+  /** out[i] = the rank of null wherever row i of `data` (any type, of out's rows) is null. */
+  nullsInto(data: Data, out: Int32Array): void {
+    const bitmap = data.nullBitmap as Uint8Array | null | undefined;
+    if (data.nullCount === 0 || bitmap === null || bitmap === undefined || bitmap.byteLength === 0) return;
+    const nullRank = this.nullRank;
+    for (let i = 0, bit = data.offset, n = data.length; i < n; i++, bit++) {
+      if (((bitmap[bit >>> 3]! >>> (bit & 7)) & 1) === 0) out[i] = nullRank;
+    }
+  }
+
+  private get nullRank(): number {
+    return this.order.nullsFirst ? -1 : 2 * this.values.count + 1;
+  }
+}
+
+/** Throws CS_UNSUPPORTED_KEY_TYPE unless values of `type` have an order a range partitioning can use. */
+export function assertOrderableKey(type: DataType, column: string): void {
+  if (valueKindOf(type) === null) {
+    throw new ShuffleError(
+      'CS_UNSUPPORTED_KEY_TYPE',
+      `type ${String(type)} cannot be a range partitioning key (keys are null, boolean, integer, floating-point, decimal, date, time, ` +
+        'timestamp, duration, year-month interval, string and binary columns, or dictionaries of those; give a struct\'s fields as keys of their own)',
+      { column },
+    );
+  }
+}
+
+type ValueKind = 'null' | 'number' | 'words' | 'bytes';
+
+/**
+ * How values of a type are compared: as JS numbers (exact for every type
+ * here), as little-endian two's-complement 32-bit words from the top one down,
+ * or as bytes. null when the type has no order.
+ */
+function valueKindOf(type: DataType): ValueKind | null {
+  switch (type.typeId) {
+    case Type.Null:
+      return 'null';
+    case Type.Bool:
+    case Type.Float:
+      return 'number';
+    case Type.Int:
+      return (type as Int).bitWidth === 64 ? 'words' : 'number';
+    case Type.Date:
+      return (type as Date_).unit === DateUnit.DAY ? 'number' : 'words';
+    case Type.Time:
+      return (type as Time).bitWidth === 64 ? 'words' : 'number';
+    case Type.Timestamp:
+    case Type.Duration:
+    case Type.Decimal:
+      return 'words';
+    case Type.Interval:
+      return (type as Interval).unit === IntervalUnit.YEAR_MONTH ? 'number' : null;
+    case Type.Utf8:
+    case Type.LargeUtf8:
+    case Type.Utf8View:
+    case Type.Binary:
+    case Type.LargeBinary:
+    case Type.BinaryView:
+    case Type.FixedSizeBinary:
+      return 'bytes';
+    default:
+      return null;
+  }
+}
+
+/** Per-row arrays reused from batch to batch. */
+interface Scratch {
+  numbers: Float64Array;
+  starts: Float64Array;
+  lengths: Int32Array;
+}
+
+type BoundValues =
+  | { kind: 'null'; count: 0 }
+  | { kind: 'number'; count: number; sorted: Float64Array }
+  | { kind: 'words'; count: number; sorted: Int32Array; width: number; signed: boolean }
+  | { kind: 'bytes'; count: number; sorted: Uint8Array[]; prefixes: Float64Array };
+
+/** The distinct non-null values of the bound columns' chunks, sorted ascending. */
+function boundValuesOf(kind: ValueKind | null, chunks: readonly Data[], scratch: Scratch): BoundValues {
+  const nonNull = (data: Data, i: number) => data.getValid(i);
+  switch (kind) {
+    case null:
+      throw new Error('unreachable: the key type was checked');
+    case 'null':
+      return { kind: 'null', count: 0 };
+    case 'number': {
+      const all: number[] = [];
+      for (const data of chunks) {
+        if (scratch.numbers.length < data.length) scratch.numbers = new Float64Array(data.length);
+        numbersInto(data, scratch.numbers);
+        for (let i = 0; i < data.length; i++) if (nonNull(data, i)) all.push(scratch.numbers[i]!);
+      }
+      all.sort((a, b) => (numberBefore(a, b) ? -1 : numberBefore(b, a) ? 1 : 0));
+      const sorted = all.filter((v, i) => i === 0 || numberBefore(all[i - 1]!, v));
+      return { kind: 'number', count: sorted.length, sorted: Float64Array.from(sorted) };
+    }
+    case 'words': {
+      const width = wordWidthOf(chunks[0]?.type);
+      const signed = isSignedWords(chunks[0]?.type);
+      const all: Int32Array[] = [];
+      for (const data of chunks) {
+        const words = wordsOf(data);
+        for (let i = 0; i < data.length; i++) if (nonNull(data, i)) all.push(words.slice(i * width, (i + 1) * width));
+      }
+      all.sort((a, b) => compareWords(a, 0, b, 0, width, signed));
+      const distinct = all.filter((v, i) => i === 0 || compareWords(all[i - 1]!, 0, v, 0, width, signed) < 0);
+      const sorted = new Int32Array(distinct.length * width);
+      distinct.forEach((v, i) => sorted.set(v, i * width));
+      return { kind: 'words', count: distinct.length, sorted, width, signed };
+    }
+    case 'bytes': {
+      const all: Uint8Array[] = [];
+      for (const data of chunks) {
+        const value = byteReader(data);
+        for (let i = 0; i < data.length; i++) {
+          if (!nonNull(data, i)) continue;
+          const { bytes, start, length } = value(i);
+          all.push(bytes.slice(start, start + length));
+        }
+      }
+      all.sort((a, b) => compareBytes(a, 0, a.byteLength, b));
+      const sorted = all.filter((v, i) => i === 0 || compareBytes(all[i - 1]!, 0, all[i - 1]!.byteLength, v) < 0);
+      return { kind: 'bytes', count: sorted.length, sorted, prefixes: Float64Array.from(sorted, (v) => prefixOf(v, 0, v.byteLength)) };
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// numbers
+
+/** Spark's order of doubles: by value, -0.0 = 0.0, NaN after everything and equal to itself. */
+function numberBefore(a: number, b: number): boolean {
+  return a < b || (a === a && b !== b);
+}
+
+/** The values of a 'number' column as doubles (each exact); null rows hold anything. */
+function numbersInto(data: Data, out: Float64Array): void {
+  const n = data.length;
+  const type = data.type as DataType;
+  if (type.typeId === Type.Bool) {
+    const bits = data.values as Uint8Array;
+    for (let i = 0, bit = data.offset; i < n; i++, bit++) out[i] = (bits[bit >>> 3]! >>> (bit & 7)) & 1;
+    return;
+  }
+  if (type.typeId === Type.Float && (type as Float).precision === Precision.HALF) {
+    const halves = data.values as Uint16Array;
+    for (let i = 0; i < n; i++) out[i] = util.uint16ToFloat64(halves[i]!);
+    return;
+  }
+  // Int8-32, Uint8-32, Float32/64, DateDay, Time32, IntervalYearMonth: arrow-js gives them the typed array of their width
+  const values = data.values as Int32Array | Float64Array;
+  for (let i = 0; i < n; i++) out[i] = values[i]!;
+}
+
+function numberRanksInto(values: Float64Array, n: number, sorted: Float64Array, count: number, out: Int32Array): void {
+  for (let i = 0; i < n; i++) {
+    const v = values[i]!;
+    let lo = 0;
+    let hi = count;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (numberBefore(sorted[mid]!, v)) lo = mid + 1;
+      else hi = mid;
+    }
+    out[i] = 2 * lo + (lo < count && !numberBefore(v, sorted[lo]!) ? 1 : 0);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// words: 64-bit integers, timestamps, durations, decimals
+
+function wordWidthOf(type: DataType | undefined): number {
+  return type?.typeId === Type.Decimal ? (type as Decimal).bitWidth >>> 5 : 2;
+}
+
+function isSignedWords(type: DataType | undefined): boolean {
+  return !(type?.typeId === Type.Int && !(type as Int).isSigned);
+}
+
+/** The values of a 'words' column as 32-bit words, row i at [i * width, (i + 1) * width). */
+function wordsOf(data: Data): Int32Array {
+  const values = data.values as Uint32Array | BigInt64Array;
+  return new Int32Array(values.buffer, values.byteOffset, values.byteLength >>> 2);
+}
+
+/** Compares the values of `width` words at a[i] and b[j]: the top word signed (or not), the others unsigned. */
+function compareWords(a: Int32Array, i: number, b: Int32Array, j: number, width: number, signed: boolean): number {
+  let w = width - 1;
+  let x = a[i + w]!;
+  let y = b[j + w]!;
+  if (!signed) {
+    x >>>= 0;
+    y >>>= 0;
+  }
+  if (x !== y) return x < y ? -1 : 1;
+  for (w--; w >= 0; w--) {
+    x = a[i + w]! >>> 0;
+    y = b[j + w]! >>> 0;
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
+function wordRanksInto(words: Int32Array, width: number, signed: boolean, n: number, sorted: Int32Array, count: number, out: Int32Array): void {
+  if (width === 2) {
+    longRanksInto(words, signed ? 0 : TOP_BIT, n, sorted, count, out);
+    return;
+  }
+  for (let i = 0, at = 0; i < n; i++, at += width) {
+    let lo = 0;
+    let hi = count;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (compareWords(sorted, mid * width, words, at, width, signed) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    out[i] = 2 * lo + (lo < count && compareWords(sorted, lo * width, words, at, width, signed) === 0 ? 1 : 0);
+  }
+}
+
+const TOP_BIT = 0x80000000 | 0;
+
+/**
+ * wordRanksInto for 64-bit values, the common keys (int64, timestamps), with
+ * the comparison written out: 1.4x faster than through compareWords. An
+ * unsigned high word with its top bit flipped orders as a signed one.
+ */
+function longRanksInto(words: Int32Array, flip: number, n: number, sorted: Int32Array, count: number, out: Int32Array): void {
+  for (let i = 0; i < n; i++) {
+    const high = words[2 * i + 1]! ^ flip;
+    const low = words[2 * i]! >>> 0;
+    let lo = 0;
+    let hi = count;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const h = sorted[2 * mid + 1]! ^ flip;
+      if (h < high || (h === high && sorted[2 * mid]! >>> 0 < low)) lo = mid + 1;
+      else hi = mid;
+    }
+    out[i] = 2 * lo + (lo < count && (sorted[2 * lo + 1]! ^ flip) === high && sorted[2 * lo]! >>> 0 === low ? 1 : 0);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// bytes: strings, binaries, their large and view variants, fixed-size binaries
+
+/** Reads value i of a 'bytes' column (valid rows only); the returned object is reused. */
+function byteReader(data: Data): (i: number) => ViewValue {
+  const type = data.type as DataType;
+  const bytes = data.values as Uint8Array;
+  const out: ViewValue = { bytes, start: 0, length: 0 };
+  switch (type.typeId) {
+    case Type.Utf8:
+    case Type.Binary: {
+      const offsets = data.valueOffsets as Int32Array;
+      return (i) => {
+        out.start = offsets[i]!;
+        out.length = offsets[i + 1]! - out.start;
+        return out;
+      };
+    }
+    case Type.LargeUtf8:
+    case Type.LargeBinary: {
+      const offsets = data.valueOffsets as unknown as BigInt64Array;
+      const words = new Int32Array(offsets.buffer, offsets.byteOffset, offsets.byteLength >>> 2);
+      const at = (k: number) => (words[2 * k]! >>> 0) + words[2 * k + 1]! * 2 ** 32;
+      return (i) => {
+        out.start = at(i);
+        out.length = at(i + 1) - out.start;
+        return out;
+      };
+    }
+    case Type.FixedSizeBinary: {
+      const width = (type as FixedSizeBinary).byteWidth;
+      out.length = width;
+      return (i) => {
+        out.start = i * width;
+        return out;
+      };
+    }
+    default: {
+      // Utf8View, BinaryView
+      const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      const variadic = data.variadicBuffers;
+      return (i) => {
+        if (viewValueOf(bytes, view, variadic, i, out) === null) {
+          throw new ShuffleError('CS_INVALID_ARGUMENT', `the view of row ${i} of a key column points outside its ${variadic.length} variadic buffers`, { row: i });
+        }
+        return out;
+      };
+    }
+  }
+}
+
+/** Compares bytes[start, end) with `b`, unsigned byte by byte, a prefix first. */
+function compareBytes(bytes: Uint8Array, start: number, end: number, b: Uint8Array): number {
+  const length = end - start;
+  const common = Math.min(length, b.byteLength);
+  for (let k = 0; k < common; k++) {
+    const x = bytes[start + k]!;
+    const y = b[k]!;
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return length === b.byteLength ? 0 : length < b.byteLength ? -1 : 1;
+}
+
+/** The first 4 bytes of bytes[start, end) as a big-endian number, zero-padded: prefixes order as the values do, or tie. */
+function prefixOf(bytes: Uint8Array, start: number, end: number): number {
+  let prefix = 0;
+  for (let k = 0; k < 4; k++) prefix = prefix * 256 + (start + k < end ? bytes[start + k]! : 0);
+  return prefix;
+}
+
+/**
+ * Where each row's bytes are in `data`'s one data buffer (strings, binaries,
+ * large ones, fixed-size ones): starts[i], lengths[i]. Null for views, whose
+ * values are in several buffers.
+ */
+function rangesOf(data: Data, n: number, starts: Float64Array, lengths: Int32Array): Uint8Array | null {
+  const type = data.type as DataType;
+  switch (type.typeId) {
+    case Type.Utf8:
+    case Type.Binary: {
+      const offsets = data.valueOffsets as Int32Array;
+      for (let i = 0; i < n; i++) {
+        starts[i] = offsets[i]!;
+        lengths[i] = offsets[i + 1]! - offsets[i]!;
+      }
+      return data.values as Uint8Array;
+    }
+    case Type.FixedSizeBinary: {
+      const width = (type as FixedSizeBinary).byteWidth;
+      for (let i = 0; i < n; i++) starts[i] = i * width;
+      lengths.fill(width, 0, n);
+      return data.values as Uint8Array;
+    }
+    case Type.LargeUtf8:
+    case Type.LargeBinary: {
+      const value = byteReader(data);
+      for (let i = 0; i < n; i++) {
+        const { start, length } = value(i);
+        starts[i] = start;
+        lengths[i] = length;
+      }
+      return data.values as Uint8Array;
+    }
+    default:
+      return null;
+  }
+}
+
+/**
+ * The ranks of a 'bytes' column: a binary search per row over the sorted
+ * bound values, deciding on the values' 4-byte prefixes where they differ
+ * (most probes: 2.5-3x faster on random 20-byte strings than comparing bytes each time) and on the bytes
+ * where they tie.
+ */
+function byteRanksInto(data: Data, n: number, sorted: readonly Uint8Array[], prefixes: Float64Array, scratch: Scratch, out: Int32Array): void {
+  if (scratch.starts.length < n) {
+    scratch.starts = new Float64Array(Math.max(n, scratch.starts.length * 2));
+    scratch.lengths = new Int32Array(scratch.starts.length);
+  }
+  const { starts, lengths } = scratch;
+  let bytes = rangesOf(data, n, starts, lengths);
+  const views = bytes === null ? byteReader(data) : null;
+  const bitmap = data.nullCount === 0 ? null : (data.nullBitmap as Uint8Array | null);
+  const count = sorted.length;
+  for (let i = 0, bit = data.offset; i < n; i++, bit++) {
+    if (bitmap !== null && ((bitmap[bit >>> 3]! >>> (bit & 7)) & 1) === 0) continue; // a null row's ranking is replaced
+    let start: number;
+    let end: number;
+    if (views === null) {
+      start = starts[i]!;
+      end = start + lengths[i]!;
+    } else {
+      const value = views(i);
+      bytes = value.bytes;
+      start = value.start;
+      end = start + value.length;
+    }
+    const prefix = prefixOf(bytes!, start, end);
+    let lo = 0;
+    let hi = count;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const p = prefixes[mid]!;
+      if (p < prefix || (p === prefix && compareBytes(bytes!, start, end, sorted[mid]!) > 0)) lo = mid + 1;
+      else hi = mid;
+    }
+    out[i] = 2 * lo + (lo < count && prefixes[lo] === prefix && compareBytes(bytes!, start, end, sorted[lo]!) === 0 ? 1 : 0);
+  }
+}

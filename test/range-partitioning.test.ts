@@ -1,0 +1,264 @@
+/**
+ * Range partitioning (src/writer/range-partitioner.ts) puts each row where
+ * Spark's RangePartitioner with the same bounds would: in the partition
+ * numbered by how many bounds sort before it, keys compared in turn, each in
+ * its direction and null order. Claimed against the worked examples of the
+ * code, against a one-row-at-a-time reference (support/reference-range.ts)
+ * for every orderable type, random slices, null rates, key counts and
+ * orders, and for Spark's special values (NaN, -0.0, unsigned high bits,
+ * byte prefixes); bad keys and bounds are refused with what is wrong.
+ * Both writers' round trips with range partitioning are in
+ * property-roundtrip.test.ts; a map task in a worker thread in
+ * map-task-pool.test.ts.
+ */
+import fc from 'fast-check';
+import {
+  Decimal,
+  Dictionary,
+  Field,
+  Float64,
+  Int32,
+  Int64,
+  IntervalDayTime,
+  List,
+  RecordBatch,
+  Schema,
+  Null,
+  Struct,
+  Table,
+  Type,
+  Uint64,
+  Utf8,
+  Vector,
+  makeData,
+  tableToIPC,
+  vectorFromArray,
+  type Data,
+  type DataType,
+} from 'apache-arrow';
+import { describe, expect, test } from 'vitest';
+import { ShuffleError } from '../src/errors.js';
+import { DecodedDictionaries } from '../src/writer/key-hash.js';
+import { createPartitioner, type Partitioning } from '../src/writer/partitioner.js';
+import type { RangeBounds, RangeKey } from '../src/writer/range-partitioner.js';
+import { batchOf, buildColumn, NO_BITMAP, TYPE_CASES } from './support/columns.js';
+import { Rng } from './support/random.js';
+import { boundsFrom, ReferenceRange } from './support/reference-range.js';
+
+function partitionIds(batch: RecordBatch, keys: readonly (string | RangeKey)[], bounds: RangeBounds, numPartitions: number): number[] {
+  const ids = new Uint32Array(batch.numRows);
+  createPartitioner({ kind: 'range', keys, bounds }, batch.schema, numPartitions, 0).computePartitionIds(batch, ids, 0);
+  return [...ids];
+}
+
+function tableOf(columns: Record<string, { values: unknown[]; type: DataType }>): Table {
+  return new Table(Object.fromEntries(Object.entries(columns).map(([name, { values, type }]) => [name, vectorFromArray(values, type)])));
+}
+
+const INPUT = tableOf({ k: { values: [5, 10, 11, 20, 21, null, -3], type: new Int32() }, s: { values: ['a', 'b', 'c', 'd', 'e', 'f', 'g'], type: new Utf8() } });
+const ROWS = INPUT.batches[0]!;
+
+function refused(make: () => unknown, code: string, message: RegExp): void {
+  let error: unknown;
+  try {
+    make();
+  } catch (e) {
+    error = e;
+  }
+  expect(error).toBeInstanceOf(ShuffleError);
+  expect((error as ShuffleError).code).toBe(code);
+  expect((error as ShuffleError).message).toMatch(message);
+}
+
+describe('the worked examples of range-partitioner.ts', () => {
+  test('ascending bounds [10, 20]: a row equal to a bound goes to that bound\'s partition, a null first', () => {
+    expect(partitionIds(ROWS, ['k'], tableOf({ k: { values: [10, 20], type: new Int32() } }), 3)).toEqual([0, 0, 1, 1, 2, 0, 0]);
+  });
+
+  test('descending bounds [20, 10]: larger keys first, a null last', () => {
+    expect(partitionIds(ROWS, [{ column: 'k', descending: true }], tableOf({ k: { values: [20, 10], type: new Int32() } }), 3)).toEqual([2, 1, 1, 0, 0, 2, 2]);
+  });
+
+  test('the null order can be turned around either way', () => {
+    const asc = tableOf({ k: { values: [10, 20], type: new Int32() } });
+    expect(partitionIds(ROWS, [{ column: 'k', nullsFirst: false }], asc, 3)[5]).toBe(2);
+    const desc = tableOf({ k: { values: [20, 10], type: new Int32() } });
+    expect(partitionIds(ROWS, [{ column: 'k', descending: true, nullsFirst: true }], desc, 3)[5]).toBe(0);
+  });
+
+  test('two keys compare as tuples: the second decides between rows equal in the first', () => {
+    const bounds = tableOf({ s: { values: ['b', 'd'], type: new Utf8() }, k: { values: [0, 100], type: new Int32() } });
+    // (a,5) (b,10) (c,11) (d,20) (e,21) (f,null) (g,-3) against (b,0) and (d,100)
+    expect(partitionIds(ROWS, ['s', 'k'], bounds, 3)).toEqual([0, 1, 1, 1, 2, 2, 2]);
+  });
+
+  test('a null bound is a value like any other: nulls equal to it go to its partition', () => {
+    const bounds = tableOf({ k: { values: [null, 10], type: new Int32() } });
+    expect(partitionIds(ROWS, ['k'], bounds, 3)).toEqual([1, 1, 2, 2, 2, 0, 1]);
+  });
+
+  test('fewer bounds than partitions - 1 leave the last partitions empty; no bounds send everything to partition 0', () => {
+    expect(Math.max(...partitionIds(ROWS, ['k'], tableOf({ k: { values: [10], type: new Int32() } }), 100))).toBe(1);
+    expect(partitionIds(ROWS, ['k'], tableOf({ k: { values: [], type: new Int32() } }), 4)).toEqual([0, 0, 0, 0, 0, 0, 0]);
+  });
+
+  test('bounds given as a RecordBatch, a Table of many chunks or IPC stream bytes place rows alike', () => {
+    const bounds = tableOf({ k: { values: [-3, 10, 20], type: new Int32() } });
+    const expected = partitionIds(ROWS, ['k'], bounds, 4);
+    expect(partitionIds(ROWS, ['k'], bounds.batches[0]!, 4)).toEqual(expected);
+    expect(partitionIds(ROWS, ['k'], tableToIPC(bounds, 'stream'), 4)).toEqual(expected);
+    const chunked = new Table({ k: vectorFromArray([-3], new Int32()).concat(vectorFromArray([10, 20], new Int32())) });
+    expect(chunked.batches.length).toBe(2);
+    expect(partitionIds(ROWS, ['k'], chunked, 4)).toEqual(expected);
+  });
+});
+
+describe("Spark's order of special values", () => {
+  test('floats: -0.0 equals 0.0, NaN sorts after +Infinity and equals NaN', () => {
+    const input = tableOf({ x: { values: [-0, 0, 1, Infinity, NaN, -Infinity, null], type: new Float64() } }).batches[0]!;
+    const bounds = tableOf({ x: { values: [0, Infinity, NaN], type: new Float64() } });
+    expect(partitionIds(input, ['x'], bounds, 4)).toEqual([0, 0, 1, 1, 2, 0, 0]);
+  });
+
+  test('uint64 values with the top bit set sort above smaller ones; int64 negatives below zero', () => {
+    const u = tableOf({ x: { values: [1n, 2n ** 63n, 2n ** 64n - 1n, 2n ** 63n - 1n], type: new Uint64() } }).batches[0]!;
+    expect(partitionIds(u, ['x'], tableOf({ x: { values: [2n ** 63n - 1n], type: new Uint64() } }), 2)).toEqual([0, 1, 1, 0]);
+    const s = tableOf({ x: { values: [-(2n ** 62n), 0n, -1n, 2n ** 40n], type: new Int64() } }).batches[0]!;
+    expect(partitionIds(s, ['x'], tableOf({ x: { values: [-1n], type: new Int64() } }), 2)).toEqual([0, 1, 0, 1]);
+  });
+
+  test('strings compare as unsigned bytes, a prefix first ("" < "a" < "ab" < "b" < "é")', () => {
+    const input = tableOf({ x: { values: ['', 'a', 'ab', 'b', 'é', 'aa'], type: new Utf8() } }).batches[0]!;
+    const bounds = tableOf({ x: { values: ['a', 'ab', 'b'], type: new Utf8() } });
+    expect(partitionIds(input, ['x'], bounds, 4)).toEqual([0, 0, 1, 2, 3, 1]);
+  });
+
+  test('decimals compare by their signed value across all words', () => {
+    const type = new Decimal(2, 38, 128);
+    const words = (v: bigint) => {
+      const u = BigInt.asUintN(128, v);
+      return [0, 1, 2, 3].map((w) => Number((u >> BigInt(32 * w)) & 0xffffffffn));
+    };
+    const column = (values: bigint[]) => makeData({ type, length: values.length, nullCount: 0, data: Uint32Array.from(values.flatMap(words)) });
+    const batch = batchOf(new Schema([new Field('x', type, false)]), [column([-(2n ** 100n), -1n, 0n, 2n ** 96n, 2n ** 32n])], 5);
+    const bounds = new Table({ x: new RecordBatch(new Schema([new Field('x', type, false)]), makeData({ type: new Struct([new Field('x', type, false)]), length: 2, nullCount: 0, children: [column([-1n, 2n ** 32n])] })).getChild('x')! });
+    expect(partitionIds(batch, ['x'], bounds, 3)).toEqual([0, 0, 1, 2, 1]);
+  });
+});
+
+describe('dictionary keys are ordered by their values', () => {
+  const dictionaryType = new Dictionary(new Utf8(), new Int32());
+  const input = new Table({ x: vectorFromArray(['m', 'a', 'z', null, 'm'], dictionaryType) }).batches[0]!;
+
+  test('with bounds of the value type or of the dictionary type alike', () => {
+    const plain = tableOf({ x: { values: ['b', 'm'], type: new Utf8() } });
+    expect(partitionIds(input, ['x'], plain, 3)).toEqual([1, 0, 2, 0, 1]);
+    const encoded = new Table({ x: vectorFromArray(['b', 'm'], new Dictionary(new Utf8(), new Int32())) });
+    expect(partitionIds(input, ['x'], encoded, 3)).toEqual([1, 0, 2, 0, 1]);
+  });
+
+  test('a null index is a null key, in the rows and in dictionary-encoded bounds', () => {
+    const withNull = new Table({ x: vectorFromArray([null, 'm'], new Dictionary(new Utf8(), new Int32())) });
+    expect(partitionIds(input, ['x'], withNull, 3)).toEqual([1, 1, 2, 0, 1]);
+    expect(partitionIds(input, [{ column: 'x', nullsFirst: false }], tableOf({ x: { values: ['m'], type: new Utf8() } }), 2)).toEqual([0, 0, 1, 1, 0]);
+  });
+});
+
+describe('every orderable type against the reference, ascending and descending, with nulls, slices and repeats', () => {
+  const orderable = TYPE_CASES.filter((c) => c.hashable);
+  test.each(orderable.map((c) => [c.name, c] as const))('%s', (_, typeCase) => {
+    const rng = new Rng(typeCase.name.length * 7919);
+    for (const [nullRate, descending, nullsFirst] of [[0, false, undefined], [0.2, true, undefined], [0.3, false, false], [0.5, true, true]] as const) {
+      const rows = 400;
+      const type = typeCase.make();
+      const low = repeated(type, rows, nullRate, 40, rng);
+      const schema = new Schema([new Field('x', type, true)]);
+      const full = batchOf(schema, [low], rows);
+      const keys: RangeKey[] = [{ column: 'x', descending, ...(nullsFirst === undefined ? {} : { nullsFirst }) }];
+      const bounds = boundsFrom([full], keys, 15, (n) => Array.from({ length: 30 }, () => rng.int(0, n - 1)));
+      const batch = full.slice(rng.int(0, 50), rows - rng.int(0, 50));
+      const expected = new ReferenceRange(keys, bounds).partitionsOf(batch);
+      expect(partitionIds(batch, keys, bounds, 16)).toEqual(expected);
+      // the rows the bounds were drawn from are spread over more than one partition (the check is not vacuous)
+      if (bounds.numRows > 1 && typeCase.name !== 'Null') expect(new Set(expected).size).toBeGreaterThan(1);
+    }
+  });
+});
+
+test('property (columns with repeated values): random key types, orders, null rates, slices and partition counts', () => {
+  const orderable = TYPE_CASES.filter((c) => c.hashable);
+  fc.assert(
+    fc.property(
+      fc.array(fc.record({ type: fc.nat({ max: orderable.length - 1 }), order: fc.nat({ max: 3 }), cardinality: fc.integer({ min: 1, max: 20 }) }), { minLength: 1, maxLength: 3 }),
+      fc.integer({ min: 1, max: 600 }),
+      fc.constantFrom(0, 0.1, 0.5, 1),
+      fc.integer({ min: 1, max: 300 }),
+      fc.nat(),
+      (specs, rows, nullRate, numPartitions, seed) => {
+        const rng = new Rng(seed);
+        const fields = specs.map((s, k) => new Field(`k${k}`, orderable[s.type]!.make(), true));
+        const children = fields.map((f, k) => repeated(f.type, rows, nullRate, specs[k]!.cardinality, rng));
+        const full = batchOf(new Schema(fields), children, rows);
+        const keys: RangeKey[] = specs.map((s, k) => ({ column: `k${k}`, descending: (s.order & 1) === 1, ...((s.order & 2) === 2 ? { nullsFirst: (s.order & 1) === 1 } : {}) }));
+        const bounds = boundsFrom([full], keys, numPartitions - 1, (n) => Array.from({ length: rng.int(0, 60) }, () => rng.int(0, n - 1)));
+        const begin = rng.int(0, rows - 1);
+        const batch = full.slice(begin, rng.int(begin, rows));
+        expect(partitionIds(batch, keys, bounds, numPartitions)).toEqual(new ReferenceRange(keys, bounds).partitionsOf(batch));
+      },
+    ),
+    { numRuns: 300, seed: 0x7a5e },
+  );
+});
+
+/**
+ * A column of `rows` rows whose values are drawn from `cardinality` random
+ * ones, so that rows repeat and equal bounds: a dictionary of them with random
+ * indices, decoded (key-hash.ts's DecodedDictionaries makes the input here;
+ * the reference and the partitioner then see the same rows).
+ */
+function repeated(type: DataType, rows: number, nullRate: number, cardinality: number, rng: Rng): Data {
+  if (type.typeId === Type.Null) return makeData({ type: type as Null, length: rows });
+  const pool = buildColumn(type, cardinality, nullRate === 0 ? NO_BITMAP : { bitmap: true, nullRate }, rng);
+  const indices = Int32Array.from({ length: rows }, () => rng.int(0, cardinality - 1));
+  const encoded = makeData({ type: new Dictionary(type, new Int32()), length: rows, nullCount: 0, data: indices, dictionary: new Vector([pool]) });
+  return new DecodedDictionaries().decode(encoded);
+}
+
+describe('bad keys and bounds are refused, saying what is wrong', () => {
+  const bounds = tableOf({ k: { values: [10, 20], type: new Int32() } });
+  const create = (partitioning: Partitioning, numPartitions = 3, schema = ROWS.schema) => () => createPartitioner(partitioning, schema, numPartitions, 0);
+
+  test('no key, an unknown key column, bounds without the key column', () => {
+    refused(create({ kind: 'range', keys: [], bounds }), 'CS_INVALID_ARGUMENT', /at least one key column/);
+    refused(create({ kind: 'range', keys: ['nope'], bounds }), 'CS_UNKNOWN_COLUMN', /no column "nope" in the input \(columns: k, s\)/);
+    refused(create({ kind: 'range', keys: ['s'], bounds }), 'CS_INVALID_ARGUMENT', /bounds have no column "s" \(their columns: k\)/);
+  });
+
+  test('bounds of another type than the key', () => {
+    refused(create({ kind: 'range', keys: ['k'], bounds: tableOf({ k: { values: [10n], type: new Int64() } }) }), 'CS_INVALID_ARGUMENT', /column "k" is Int64, the key's values are Int32/);
+  });
+
+  test('more bounds than partitions - 1', () => {
+    refused(create({ kind: 'range', keys: ['k'], bounds }, 2), 'CS_INVALID_ARGUMENT', /into 2 partitions takes at most 1 bounds, got 2/);
+  });
+
+  test('bounds that repeat or descend in the keys\' order', () => {
+    refused(create({ kind: 'range', keys: ['k'], bounds: tableOf({ k: { values: [10, 10], type: new Int32() } }) }), 'CS_INVALID_ARGUMENT', /strictly ascending.*bound 1 equals bound 0/);
+    refused(create({ kind: 'range', keys: ['k'], bounds: tableOf({ k: { values: [20, 10], type: new Int32() } }) }), 'CS_INVALID_ARGUMENT', /bound 1 sorts before bound 0 \(by column "k"\)/);
+    // ascending bounds for a descending key descend in its order
+    refused(create({ kind: 'range', keys: [{ column: 'k', descending: true }], bounds }), 'CS_INVALID_ARGUMENT', /bound 1 sorts before bound 0/);
+  });
+
+  test('key types without an order: lists, structs, day-time intervals', () => {
+    const list = new List(new Field('item', new Int32(), true));
+    const struct = new Struct([new Field('a', new Int32(), true)]);
+    for (const type of [list, struct, new IntervalDayTime()]) {
+      const schema = new Schema([new Field('x', type, true)]);
+      refused(create({ kind: 'range', keys: ['x'], bounds: new Table(schema) }, 3, schema), 'CS_UNSUPPORTED_KEY_TYPE', /cannot be a range partitioning key/);
+    }
+  });
+
+  test('bytes that are not an Arrow IPC stream', () => {
+    refused(create({ kind: 'range', keys: ['k'], bounds: Uint8Array.of(1, 2, 3) }), 'CS_INVALID_ARGUMENT', /must be an Arrow IPC stream/);
+  });
+});
