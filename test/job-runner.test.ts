@@ -1,7 +1,7 @@
 /**
  * The example runner (examples/job-runner), end to end: real worker threads,
- * real files. Claims: both jobs give the answer a single-threaded computation
- * gives; with a map task that throws mid-write, a worker terminated mid-write
+ * real files. Claims: the three jobs give the answer a single-threaded computation
+ * gives (the sort, range-partitioned, in order partition after partition); with a map task that throws mid-write, a worker terminated mid-write
  * and an attempt that commits a wrong output and is lost, the job still gives
  * it, reads only the attempts it registered, never meets a temporary file and
  * leaves no file behind; pipelined reducers, started before the map tasks
@@ -16,7 +16,18 @@ import { Float64, Int64, Table, tableToIPC, Utf8, vectorFromArray } from 'apache
 import { MapTaskPool } from 'columnar-shuffle';
 import { runJob, type Fault } from '../examples/job-runner/dag.js';
 import { generatedOrders } from '../examples/job-runner/data.js';
-import { checkJoin, checkOrdersPerCustomer, joinJob, joinReference, ordersPerCustomerJob, ordersPerCustomerReference } from '../examples/job-runner/jobs.js';
+import {
+  checkJoin,
+  checkOrdersPerCustomer,
+  checkSort,
+  joinJob,
+  joinReference,
+  ordersPerCustomerJob,
+  ordersPerCustomerReference,
+  sortBounds,
+  sortJob,
+  sortReference,
+} from '../examples/job-runner/jobs.js';
 import { main } from '../examples/job-runner/main.js';
 import { progressBoard, renderLine } from '../examples/job-runner/progress.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
@@ -135,6 +146,43 @@ describe('job 2: shuffle hash join', () => {
     const reference = joinReference(orders, 100, 2);
     const broken = { ...reference, joined: reference.joined - 1 };
     expect(checkJoin(broken, reference).length).toBeGreaterThan(0);
+  });
+});
+
+describe('job 3: orders by amount, a distributed sort', () => {
+  test('range partitioning by sampled bounds gives the single-threaded sort, partition after partition, with a worker terminated', async () => {
+    const orders = generatedOrders(60_000, 2_000, 13);
+    const shape = { maps: 4, partitions: 6 };
+    const bounds = sortBounds(orders, shape);
+    expect(bounds.numRows).toBe(5);
+    const result = await runJob(sortJob(orders, shape, bounds), { dir, threads: 2, pool, faults: [{ stage: 'map (range by amount)', task: 1, attempt: 0, kind: 'terminate' }] });
+    expect(checkSort(result.value, sortReference(orders, shape.maps))).toEqual([]);
+    // the sampled bounds split the orders about evenly: every partition within a fifth of its share
+    for (const rows of result.value.partitionRows) expect(Math.abs(rows - 10_000)).toBeLessThan(2_000);
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  test('the check can fail: two orders swapped are reported', () => {
+    const orders = generatedOrders(1_000, 100, 14);
+    const reference = sortReference(orders, 2);
+    const swapped = { ...reference, amounts: reference.amounts.slice(), partitionRows: [1_000] };
+    [swapped.amounts[10], swapped.amounts[500]] = [swapped.amounts[500]!, swapped.amounts[10]!];
+    expect(checkSort(swapped, reference)).toEqual([expect.stringMatching(/^order 10 of the sorted output is/)]);
+  });
+
+  test("the user's file with int64 amounts, nulls and NaN: NaN first and nulls last, as Spark's descending order puts them", async () => {
+    const rows = 5_000;
+    const path = join(dir, 'amounts.arrow');
+    const amounts = Array.from({ length: rows }, (_, i) => (i % 97 === 0 ? null : i % 89 === 0 ? Number.NaN : (i * 7919) % 3000));
+    await writeFile(path, tableToIPC(new Table({ customer_id: vectorFromArray(Array.from({ length: rows }, (_, i) => BigInt(i % 50)), new Int64()), amount: vectorFromArray(amounts, new Float64()) }), 'file'));
+    const stdout = textSink();
+    const code = await main(['--job', 'sort', '--input', path, '--maps', '3', '--partitions', '5', '--threads', '2'], { stdout: stdout.stream, stderr: textSink().stream });
+    expect(code).toBe(0);
+    expect(stdout.text()).toContain('check     verified');
+    expect(stdout.text()).toMatch(/result {4}5,000 orders in order of amount over 5 range partitions/);
+    const ints = join(dir, 'int-amounts.arrow');
+    await writeFile(ints, tableToIPC(new Table({ customer_id: vectorFromArray(Array.from({ length: rows }, (_, i) => BigInt(i % 50)), new Int64()), amount: vectorFromArray(Array.from({ length: rows }, (_, i) => (i % 31 === 0 ? null : BigInt(i % 700))), new Int64()) }), 'file'));
+    expect(await main(['--job', 'sort', '--input', ints, '--partitions', '4', '--threads', '2'], { stdout: textSink().stream, stderr: textSink().stream })).toBe(0);
   });
 });
 

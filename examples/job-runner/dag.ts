@@ -14,6 +14,7 @@ import {
   ShuffleError,
   type MapStatus,
   type MapTask,
+  type Partitioning,
   type WriterKind,
 } from 'columnar-shuffle';
 import type { InjectedFault } from './map-tasks.js';
@@ -25,9 +26,9 @@ export interface MapStage {
   /** The shuffle this stage writes (one output per task). */
   shuffleId: number;
   tasks: number;
-  /** Reduce partitions, and the columns rows are hashed on (Spark's Murmur3, so the partition of a key is Spark's). */
+  /** Reduce partitions, and how rows are assigned to them (hash of key columns: Spark's Murmur3, so the partition of a key is Spark's; or range). */
   numPartitions: number;
-  keys: string[];
+  partitioning: Partitioning;
   /** The schema of what the transform writes. */
   outputSchema: Schema;
   /** Task `task`'s input, made anew for every attempt: batches sent to a worker are handed over. */
@@ -201,7 +202,7 @@ async function runMapStage(stage: MapStage, ctx: StageContext & { pool: MapTaskP
             id: { shuffleId: stage.shuffleId, mapId: task, attempt },
             writer: ctx.options.writer,
             numPartitions: stage.numPartitions,
-            partitioning: { kind: 'hash', keys: stage.keys },
+            partitioning: stage.partitioning,
             outputSchema: stage.outputSchema,
             transform: { ...stage.transform, args: { ...stage.transform.args, fault: injected } },
           },

@@ -1,12 +1,15 @@
 /**
- * The two jobs, each with the single-threaded computation its answer is checked against:
+ * The three jobs, each with the single-threaded computation its answer is checked against:
  * 1. orders per customer, aggregated in two phases (partial in the map task,
  *    shuffled by customer id, final in the reduce task);
  * 2. a shuffle hash join of orders with customers (both sides shuffled by
  *    customer id; each reduce task builds a hash table of its customers and
- *    probes it with its orders).
+ *    probes it with its orders);
+ * 3. the orders sorted by amount, largest first: a distributed sort (bounds
+ *    sampled on the main thread, orders range-partitioned by amount, each
+ *    reduce task sorts its partition; partition after partition, they are in order).
  */
-import type { RecordBatch } from 'apache-arrow';
+import { Int, Table, vectorFromArray, type DataType, type RecordBatch } from 'apache-arrow';
 import { column, CustomerTotals, forEachNumber, numbers, PARTIAL_SCHEMA } from './columns.js';
 import type { Job } from './dag.js';
 import { COUNTRIES, countryOf, CUSTOMERS_SCHEMA, customersSplit, type OrdersSource } from './data.js';
@@ -47,7 +50,7 @@ export function ordersPerCustomerJob(source: OrdersSource, shape: JobShape): Job
         shuffleId: 0,
         tasks: shape.maps,
         numPartitions: shape.partitions,
-        keys: ['customer_id'],
+        partitioning: { kind: 'hash', keys: ['customer_id'] },
         outputSchema: PARTIAL_SCHEMA,
         input: (task) => source.split(task, shape.maps),
         transform: { module: MAP_TASKS, export: 'partialAggregate', args: { key: 'customer_id', value: 'amount' } },
@@ -142,7 +145,7 @@ export function joinJob(orders: OrdersSource, customers: number, shape: JobShape
         shuffleId: 0,
         tasks: shape.maps,
         numPartitions: shape.partitions,
-        keys: ['customer_id'],
+        partitioning: { kind: 'hash', keys: ['customer_id'] },
         outputSchema: orders.schema.select(['order_id', 'customer_id', 'amount']),
         input: (task) => orders.split(task, shape.maps),
         transform: { module: MAP_TASKS, export: 'project', args: { columns: ['order_id', 'customer_id', 'amount'] } },
@@ -153,7 +156,7 @@ export function joinJob(orders: OrdersSource, customers: number, shape: JobShape
         shuffleId: 1,
         tasks: shape.customerMaps,
         numPartitions: shape.partitions,
-        keys: ['customer_id'],
+        partitioning: { kind: 'hash', keys: ['customer_id'] },
         outputSchema: CUSTOMER_SIDE,
         input: (task) => customersSplit(customers, task, shape.customerMaps),
         transform: { module: MAP_TASKS, export: 'project', args: { columns: ['customer_id', 'country'] } },
@@ -260,4 +263,138 @@ function hashString(s: string): number {
 /** Sums of many doubles depend on their order: equal within a relative 1e-9. */
 function close(a: number, b: number): boolean {
   return Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b));
+}
+
+// ---------------------------------------------------------------- job 3: distributed sort
+
+/**
+ * Orders sorted by amount, largest first: Spark's descending order puts a NaN
+ * amount first (NaN is larger than any number there) and null amounts last.
+ */
+export interface SortedOrders {
+  amounts: Float64Array;
+  /** 1 where the amount is null (its `amounts` entry is NaN then) */
+  nulls: Uint8Array;
+  customers: Float64Array;
+}
+
+export interface SortAnswer extends SortedOrders {
+  /** rows per reduce partition: how evenly the sampled bounds split the orders */
+  partitionRows: number[];
+}
+
+/** Every this many-th order's amount goes into the sample the bounds are chosen from. */
+export const SAMPLE_EVERY = 97;
+
+/**
+ * The bounds of the range partitioning, as Spark's RangePartitioner chooses
+ * them: a sample of the amounts (every SAMPLE_EVERY-th order of every map
+ * task's input, nulls and NaN left out), sorted largest first, cut at
+ * `partitions - 1` evenly spaced places, repeats dropped (fewer bounds than
+ * that leave the last partitions empty). One column, `amount`, of the input's
+ * amount type.
+ */
+export function sortBounds(source: OrdersSource, shape: JobShape): Table {
+  const sample: number[] = [];
+  for (let task = 0; task < shape.maps; task++) {
+    for (const batch of source.split(task, shape.maps)) {
+      const amounts = numbers(column(batch, 'amount'));
+      for (let i = 0; i < amounts.length; i += SAMPLE_EVERY) if (!Number.isNaN(amounts[i]!)) sample.push(amounts[i]!);
+    }
+  }
+  sample.sort((a, b) => b - a);
+  const bounds: number[] = [];
+  for (let p = 1; p < shape.partitions && sample.length > 0; p++) {
+    const value = sample[Math.floor((p * sample.length) / shape.partitions)]!;
+    if (bounds.length === 0 || value < bounds[bounds.length - 1]!) bounds.push(value);
+  }
+  const type = source.schema.fields.find((f) => f.name === 'amount')!.type as DataType;
+  const values: unknown[] = type instanceof Int && type.bitWidth === 64 ? bounds.map((v) => BigInt(v)) : bounds;
+  return new Table({ amount: vectorFromArray(values, type) });
+}
+
+export function sortJob(source: OrdersSource, shape: JobShape, bounds: Table): Job<SortedOrders, SortAnswer> {
+  return {
+    name: 'orders by amount',
+    maps: [
+      {
+        kind: 'map',
+        name: 'map (range by amount)',
+        shuffleId: 0,
+        tasks: shape.maps,
+        numPartitions: shape.partitions,
+        // largest first; Spark's descending order puts null amounts last
+        partitioning: { kind: 'range', keys: [{ column: 'amount', descending: true }], bounds },
+        outputSchema: source.schema.select(['customer_id', 'amount']),
+        input: (task) => source.split(task, shape.maps),
+        transform: { module: MAP_TASKS, export: 'project', args: { columns: ['customer_id', 'amount'] } },
+      },
+    ],
+    reduce: {
+      kind: 'reduce',
+      name: 'reduce (sort)',
+      reads: [0],
+      tasks: shape.partitions,
+      run: async ({ read }) => {
+        const orders = new OrderList();
+        for await (const batch of read(0)) orders.add(batch);
+        return orders.sorted();
+      },
+      combine: (results) => {
+        const total = results.reduce((n, r) => n + r.amounts.length, 0);
+        const answer: SortAnswer = { amounts: new Float64Array(total), nulls: new Uint8Array(total), customers: new Float64Array(total), partitionRows: results.map((r) => r.amounts.length) };
+        let at = 0;
+        for (const r of results) {
+          answer.amounts.set(r.amounts, at);
+          answer.nulls.set(r.nulls, at);
+          answer.customers.set(r.customers, at);
+          at += r.amounts.length;
+        }
+        return answer;
+      },
+    },
+  };
+}
+
+/** Orders collected from batches, then sorted largest amount first (NaN first, nulls last), ties by customer id. */
+class OrderList {
+  private readonly amounts: number[] = [];
+  private readonly nulls: number[] = [];
+  private readonly customers: number[] = [];
+
+  add(batch: RecordBatch): void {
+    const amount = column(batch, 'amount');
+    const ids = numbers(column(batch, 'customer_id'));
+    numbers(amount).forEach((value, row) => {
+      this.amounts.push(value);
+      this.nulls.push(amount.getValid(row) ? 0 : 1);
+      this.customers.push(ids[row]!);
+    });
+  }
+
+  sorted(): SortedOrders {
+    const { amounts, nulls, customers } = this;
+    const rank = (i: number) => (nulls[i] === 1 ? 2 : Number.isNaN(amounts[i]!) ? 0 : 1);
+    const order = amounts.map((_, i) => i).sort((a, b) => rank(a) - rank(b) || (rank(a) === 1 ? amounts[b]! - amounts[a]! : 0) || customers[a]! - customers[b]!);
+    return { amounts: Float64Array.from(order, (i) => amounts[i]!), nulls: Uint8Array.from(order, (i) => nulls[i]!), customers: Float64Array.from(order, (i) => customers[i]!) };
+  }
+}
+
+/** Every order, sorted on this thread. */
+export function sortReference(source: OrdersSource, maps: number): SortedOrders {
+  const orders = new OrderList();
+  for (let task = 0; task < maps; task++) for (const batch of source.split(task, maps)) orders.add(batch);
+  return orders.sorted();
+}
+
+/** The job's orders, partition after partition, must be the reference's, in its order. */
+export function checkSort(answer: SortAnswer, reference: SortedOrders): string[] {
+  if (answer.amounts.length !== reference.amounts.length) return [`${answer.amounts.length} orders in the answer, ${reference.amounts.length} in the reference`];
+  const show = (orders: SortedOrders, i: number) => `(amount ${orders.nulls[i] === 1 ? 'null' : orders.amounts[i]}, customer ${orders.customers[i]})`;
+  for (let i = 0; i < answer.amounts.length; i++) {
+    if (!Object.is(answer.amounts[i], reference.amounts[i]) || answer.nulls[i] !== reference.nulls[i] || answer.customers[i] !== reference.customers[i]) {
+      return [`order ${i} of the sorted output is ${show(answer, i)}, the reference has ${show(reference, i)}`];
+    }
+  }
+  return [];
 }

@@ -1,6 +1,6 @@
 /**
- * The example job runner's command line (`npm run demo`, `npm run demo:join`):
- * runs job 1 (orders per customer) or job 2 (orders join customers) on
+ * The example job runner's command line (`npm run demo`, `npm run demo:join`, `npm run demo:sort`):
+ * runs job 1 (orders per customer), job 2 (orders join customers) or job 3 (orders by amount) on
  * generated data or on the user's Arrow IPC file, checks the answer against a
  * single-threaded computation, and prints what each stage did.
  */
@@ -10,17 +10,35 @@ import { join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import type { Table } from 'apache-arrow';
 import { ShuffleError, WRITER_KINDS, type WriterKind } from 'columnar-shuffle';
 import { runJob, type Fault, type JobResult, type StageReport } from './dag.js';
 import { generatedOrders, InputError, ordersFromFile, type OrdersSource } from './data.js';
-import { checkJoin, checkOrdersPerCustomer, joinJob, joinReference, ordersPerCustomerJob, ordersPerCustomerReference, type CustomerAnswer, type JoinSummary } from './jobs.js';
+import {
+  checkJoin,
+  checkOrdersPerCustomer,
+  checkSort,
+  joinJob,
+  joinReference,
+  ordersPerCustomerJob,
+  ordersPerCustomerReference,
+  SAMPLE_EVERY,
+  sortBounds,
+  sortJob,
+  sortReference,
+  type CustomerAnswer,
+  type JoinSummary,
+  type SortAnswer,
+} from './jobs.js';
 import { progressBoard } from './progress.js';
 
-export const USAGE = `usage: job-runner [--job orders|join] [--input orders.arrow] [options]
+export const USAGE = `usage: job-runner [--job orders|join|sort] [--input orders.arrow] [options]
 
   --job orders        job 1 (default): orders and amount spent per customer, aggregated in two
                       phases (partial aggregate in each map task, final in each reduce task)
   --job join          job 2: a shuffle hash join of orders with customers
+  --job sort          job 3: the orders sorted by amount, largest first (a distributed sort: bounds
+                      sampled from the orders, rows range-partitioned by amount, each partition sorted)
   --input FILE        orders from an uncompressed Arrow IPC file or stream instead of generated ones;
                       columns: customer_id (integer), amount (integer or float), and for the join
                       order_id (integer); customers 0..max(customer_id) are generated for the join
@@ -78,7 +96,7 @@ export async function main(argv: string[], io: IO = { stdout: process.stdout, st
   const started = performance.now();
   const progress = progressBoard(io.stderr);
   const faults: Fault[] = [];
-  const stage = args.job === 'join' ? 'map orders' : 'map (partial aggregate)';
+  const stage = { orders: 'map (partial aggregate)', join: 'map orders', sort: 'map (range by amount)' }[args.job];
   if (args.failMap !== undefined) faults.push({ stage, task: args.failMap, attempt: 0, kind: 'throw' });
   if (args.killMap !== undefined) faults.push({ stage, task: args.killMap, attempt: 0, kind: 'terminate' });
   if (args.zombieMap !== undefined) faults.push({ stage, task: args.zombieMap, attempt: 0, kind: 'zombie' });
@@ -89,13 +107,24 @@ export async function main(argv: string[], io: IO = { stdout: process.stdout, st
       io.stderr.write(`job-runner: --dir ${args.dir} is not a directory\n`);
       return 2;
     }
-    out(`columnar-shuffle job runner: ${args.job === 'join' ? 'orders join customers (shuffle hash join)' : 'orders per customer (two-phase aggregate)'}`);
+    const title = { orders: 'orders per customer (two-phase aggregate)', join: 'orders join customers (shuffle hash join)', sort: 'orders by amount, largest first (distributed sort)' }[args.job];
+    out(`columnar-shuffle job runner: ${title}`);
     out(`  input     ${source.description}`);
     out(`  plan      ${args.maps} map tasks, ${args.partitions} reduce partitions, ${args.threads} worker threads, map memory ${bytes(args.memory)} (${bytes(Math.floor(args.memory / args.threads))} per thread), ${args.writer} writer${args.pipelined ? ', pipelined' : ''}`);
     let problems: string[];
     let checkMs: number;
-    let result: JobResult<CustomerAnswer> | JobResult<JoinSummary>;
-    if (args.job === 'join') {
+    let result: JobResult<CustomerAnswer> | JobResult<JoinSummary> | JobResult<SortAnswer>;
+    if (args.job === 'sort') {
+      const bounds = sortBounds(source, shape);
+      out(`  bounds    ${bounds.numRows} amounts from a sample of every ${SAMPLE_EVERY}th order, largest first: ${describeBounds(bounds)}`);
+      const job = await runJob(sortJob(source, shape, bounds), runOptions);
+      result = job;
+      printStages(out, job.stages);
+      const t = performance.now();
+      problems = checkSort(job.value, sortReference(source, args.maps));
+      checkMs = performance.now() - t;
+      printSorted(out, job.value);
+    } else if (args.job === 'join') {
       const customers = args.input === undefined ? args.customers : source.customerIds;
       const job = await runJob(joinJob(source, customers, { ...shape, customerMaps: Math.max(1, Math.min(args.maps, 2)) }), runOptions);
       result = job;
@@ -159,7 +188,7 @@ function parse(argv: string[]) {
     },
   });
   const job = values.job ?? 'orders';
-  if (job !== 'orders' && job !== 'join') throw new Error(`--job must be orders or join, got ${job}`);
+  if (job !== 'orders' && job !== 'join' && job !== 'sort') throw new Error(`--job must be orders, join or sort, got ${job}`);
   const writer = values.writer ?? 'hash';
   if (!WRITER_KINDS.includes(writer as WriterKind)) throw new Error(`--writer must be ${WRITER_KINDS.join(' or ')}, got ${writer}`);
   const maps = integer(values.maps, 'maps', 1) ?? 8;
@@ -170,7 +199,7 @@ function parse(argv: string[]) {
   };
   return {
     help: values.help === true,
-    job: job as 'orders' | 'join',
+    job: job as 'orders' | 'join' | 'sort',
     input: values.input,
     orders: integer(values.orders, 'orders', 1) ?? 1_000_000,
     customers: integer(values.customers, 'customers', 1) ?? 10_000,
@@ -226,6 +255,19 @@ function printCustomers(out: (line?: string) => void, answer: CustomerAnswer, pa
   for (const slot of top) {
     const share = ((totals.orders[slot]! / orders) * 100).toFixed(1);
     out(`              customer ${String(totals.ids[slot]).padEnd(8)} ${count(totals.orders[slot]!).padStart(10)} orders (${share.padStart(4)} %)  ${money(totals.spent[slot]!).padStart(16)} spent`);
+  }
+}
+
+function describeBounds(bounds: Table): string {
+  const values = [...bounds.getChild('amount')!].map((v) => money(Number(v)));
+  return values.length <= 8 ? values.join(', ') : `${values.slice(0, 4).join(', ')}, ..., ${values.slice(-3).join(', ')}`;
+}
+
+function printSorted(out: (line?: string) => void, answer: SortAnswer): void {
+  const rows = answer.partitionRows;
+  out(`  result    ${count(answer.amounts.length)} orders in order of amount over ${rows.length} range partitions of ${count(Math.min(...rows))} to ${count(Math.max(...rows))} orders; the largest:`);
+  for (let i = 0; i < Math.min(5, answer.amounts.length); i++) {
+    out(`              ${(answer.nulls[i] === 1 ? 'null' : money(answer.amounts[i]!)).padStart(12)}  customer ${answer.customers[i]}`);
   }
 }
 
