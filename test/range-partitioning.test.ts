@@ -5,8 +5,9 @@
  * its direction and null order. Claimed against the worked examples of the
  * code, against a one-row-at-a-time reference (support/reference-range.ts)
  * for every orderable type, random slices, null rates, key counts and
- * orders, and for Spark's special values (NaN, -0.0, unsigned high bits,
- * byte prefixes); bad keys and bounds are refused with what is wrong.
+ * orders, struct and dictionary keys, and for Spark's special values (NaN,
+ * -0.0, unsigned high bits, byte prefixes, struct fields and null structs);
+ * bad keys and bounds are refused with what is wrong.
  * Both writers' round trips with range partitioning are in
  * property-roundtrip.test.ts; a map task in a worker thread in
  * map-task-pool.test.ts.
@@ -43,6 +44,7 @@ import { createPartitioner, type Partitioning } from '../src/writer/partitioner.
 import type { RangeBounds, RangeKey } from '../src/writer/range-partitioner.js';
 import { batchOf, buildColumn, NO_BITMAP, TYPE_CASES } from './support/columns.js';
 import { Rng } from './support/random.js';
+import { buildAny } from './support/nested.js';
 import { boundsFrom, ReferenceRange } from './support/reference-range.js';
 
 function partitionIds(batch: RecordBatch, keys: readonly (string | RangeKey)[], bounds: RangeBounds, numPartitions: number): number[] {
@@ -185,19 +187,39 @@ describe('every orderable type against the reference, ascending and descending, 
   });
 });
 
-test('property (columns with repeated values): random key types, orders, null rates, slices and partition counts', () => {
-  const orderable = TYPE_CASES.filter((c) => c.hashable);
+const ORDERABLE = TYPE_CASES.filter((c) => c.hashable);
+
+/** A key type: mostly flat, sometimes a struct of keys (possibly nested) or a dictionary of a flat type. */
+function keyType(shape: number, picks: readonly number[]): DataType {
+  const flat = (k: number) => ORDERABLE[picks[k % picks.length]! % ORDERABLE.length]!.make();
+  if (shape === 7) return new Struct([new Field('a', flat(0), true), new Field('b', flat(1), true)]);
+  if (shape === 8) return new Struct([new Field('a', flat(0), true), new Field('inner', new Struct([new Field('c', flat(1), true)]), true)]);
+  if (shape === 9) {
+    const values = flat(0);
+    return new Dictionary(values.typeId === Type.Null ? new Utf8() : values, new Int32());
+  }
+  return flat(0);
+}
+
+test('property (columns with repeated values): random key types (flat, struct, dictionary), orders, null rates, slices and partition counts', () => {
   fc.assert(
     fc.property(
-      fc.array(fc.record({ type: fc.nat({ max: orderable.length - 1 }), order: fc.nat({ max: 3 }), cardinality: fc.integer({ min: 1, max: 20 }) }), { minLength: 1, maxLength: 3 }),
+      fc.array(
+        fc.record({ shape: fc.nat({ max: 9 }), picks: fc.array(fc.nat(), { minLength: 2, maxLength: 2 }), order: fc.nat({ max: 3 }), cardinality: fc.integer({ min: 1, max: 20 }) }),
+        { minLength: 1, maxLength: 3 },
+      ),
       fc.integer({ min: 1, max: 600 }),
       fc.constantFrom(0, 0.1, 0.5, 1),
       fc.integer({ min: 1, max: 300 }),
       fc.nat(),
       (specs, rows, nullRate, numPartitions, seed) => {
         const rng = new Rng(seed);
-        const fields = specs.map((s, k) => new Field(`k${k}`, orderable[s.type]!.make(), true));
-        const children = fields.map((f, k) => repeated(f.type, rows, nullRate, specs[k]!.cardinality, rng));
+        const fields = specs.map((s, k) => new Field(`k${k}`, keyType(s.shape, s.picks), true));
+        const children = fields.map((f, k) =>
+          (f.type as DataType).typeId === Type.Dictionary
+            ? buildAny(f.type, rows, rng, { nullRate: nullRate / 2, dictionaryMode: 'new' })
+            : repeated(f.type, rows, nullRate, specs[k]!.cardinality, rng),
+        );
         const full = batchOf(new Schema(fields), children, rows);
         const keys: RangeKey[] = specs.map((s, k) => ({ column: `k${k}`, descending: (s.order & 1) === 1, ...((s.order & 2) === 2 ? { nullsFirst: (s.order & 1) === 1 } : {}) }));
         const bounds = boundsFrom([full], keys, numPartitions - 1, (n) => Array.from({ length: rng.int(0, 60) }, () => rng.int(0, n - 1)));
@@ -206,8 +228,39 @@ test('property (columns with repeated values): random key types, orders, null ra
         expect(partitionIds(batch, keys, bounds, numPartitions)).toEqual(new ReferenceRange(keys, bounds).partitionsOf(batch));
       },
     ),
-    { numRuns: 300, seed: 0x7a5e },
+    { numRuns: 400, seed: 0x7a5e },
   );
+});
+
+describe('struct keys compare as Spark compares structs', () => {
+  const type = new Struct([new Field('a', new Int32(), true), new Field('b', new Utf8(), true)]);
+  const schema = new Schema([new Field('s', type, true)]);
+  /** a struct column from [a, b] pairs, null for a null struct (its fields then hold garbage) */
+  const structs = (rows: ([number | null, string | null] | null)[], garbage = 77) => {
+    const a = vectorFromArray(rows.map((r) => (r === null ? garbage : r[0])), new Int32()).data[0]!;
+    const b = vectorFromArray(rows.map((r) => (r === null ? `garbage ${garbage}` : r[1])), new Utf8()).data[0]!;
+    const bitmap = new Uint8Array((rows.length + 7) >>> 3);
+    rows.forEach((r, i) => r !== null && (bitmap[i >>> 3]! |= 1 << (i & 7)));
+    return makeData({ type, length: rows.length, nullCount: rows.filter((r) => r === null).length, nullBitmap: bitmap, children: [a, b] });
+  };
+  const ROWS: ([number | null, string | null] | null)[] = [null, [0, 'z'], [1, null], [1, 'x'], [1, 'y'], [5, null], [5, 'x'], [6, null], [null, 'a']];
+  const batch = batchOf(schema, [structs(ROWS)], ROWS.length);
+
+  test('ascending: field by field, a null field first, a null struct first whatever its fields hold', () => {
+    const bounds = new Table({ s: new Vector([structs([[1, 'x'], [5, 'x']])]) });
+    expect(partitionIds(batch, ['s'], bounds, 3)).toEqual([0, 0, 0, 0, 1, 1, 1, 2, 0]);
+  });
+
+  test('descending: the whole comparison reversed, so null fields come last among equal ones, and a null struct last', () => {
+    const bounds = new Table({ s: new Vector([structs([[5, 'x'], [1, 'x']])]) });
+    // (6,null) > (5,x) > (5,null) > (1,y) > (1,x) > (1,null) > (0,z) > (null,a); null struct last
+    expect(partitionIds(batch, [{ column: 's', descending: true }], bounds, 3)).toEqual([2, 2, 2, 1, 1, 1, 0, 0, 2]);
+  });
+
+  test('a null struct bound equals every null struct row, whatever the fields under it hold', () => {
+    const bounds = new Table({ s: new Vector([structs([null, [1, 'x']], -5)]) });
+    expect(partitionIds(batch, ['s'], bounds, 3)).toEqual([0, 1, 1, 1, 2, 2, 2, 2, 1]);
+  });
 });
 
 /**
@@ -218,7 +271,7 @@ test('property (columns with repeated values): random key types, orders, null ra
  */
 function repeated(type: DataType, rows: number, nullRate: number, cardinality: number, rng: Rng): Data {
   if (type.typeId === Type.Null) return makeData({ type: type as Null, length: rows });
-  const pool = buildColumn(type, cardinality, nullRate === 0 ? NO_BITMAP : { bitmap: true, nullRate }, rng);
+  const pool = type.typeId === Type.Struct ? buildAny(type, cardinality, rng, { nullRate }) : buildColumn(type, cardinality, nullRate === 0 ? NO_BITMAP : { bitmap: true, nullRate }, rng);
   const indices = Int32Array.from({ length: rows }, () => rng.int(0, cardinality - 1));
   const encoded = makeData({ type: new Dictionary(type, new Int32()), length: rows, nullCount: 0, data: indices, dictionary: new Vector([pool]) });
   return new DecodedDictionaries().decode(encoded);
@@ -249,9 +302,9 @@ describe('bad keys and bounds are refused, saying what is wrong', () => {
     refused(create({ kind: 'range', keys: [{ column: 'k', descending: true }], bounds }), 'CS_INVALID_ARGUMENT', /bound 1 sorts before bound 0/);
   });
 
-  test('key types without an order: lists, structs, day-time intervals', () => {
+  test('key types without an order: lists, day-time intervals, a struct with a list field', () => {
     const list = new List(new Field('item', new Int32(), true));
-    const struct = new Struct([new Field('a', new Int32(), true)]);
+    const struct = new Struct([new Field('a', new Int32(), true), new Field('b', list, true)]);
     for (const type of [list, struct, new IntervalDayTime()]) {
       const schema = new Schema([new Field('x', type, true)]);
       refused(create({ kind: 'range', keys: ['x'], bounds: new Table(schema) }, 3, schema), 'CS_UNSUPPORTED_KEY_TYPE', /cannot be a range partitioning key/);

@@ -1,7 +1,8 @@
-import { RecordBatch, Table, tableFromIPC, Type, type Data, type DataType, type Dictionary, type Schema } from 'apache-arrow';
+import { RecordBatch, Table, tableFromIPC, type Data, type DataType, type Schema } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
 import { DecodedDictionaries } from './key-hash.js';
-import { assertOrderableKey, KeyRanks, type KeyOrder } from './key-ranks.js';
+import { KeyDigits, valueTypeOf } from './key-digits.js';
+import type { KeyOrder } from './key-ranks.js';
 import type { Partitioner } from './partitioner.js';
 import { sameType } from './same-schema.js';
 
@@ -16,7 +17,7 @@ export interface RangeKey {
 
 /**
  * The split points of a range partitioning: a column per key (named as the
- * key, of its type; a dictionary key's bounds hold its values' type), one row
+ * key, of its type; a dictionary in it may be given as its values' type), one row
  * per bound, strictly ascending in the keys' order. Given as Arrow data, or as
  * the bytes of an Arrow IPC stream (how they cross to map-task workers).
  */
@@ -41,20 +42,22 @@ export type RangeBounds = RecordBatch | Table | Uint8Array;
  * 10 -> 0, 11 -> 1, 20 -> 1, 21 -> 2, null -> 0 (nulls first). Descending,
  * bounds [20, 10]: 25 -> 0, 20 -> 0, 15 -> 1, 5 -> 2, null -> 2 (nulls last).
  *
- * Rows and bounds are first ranked per key column (key-ranks.ts): each value
- * becomes a small integer that orders as the value does, so one key maps a
- * rank straight to its partition through a table, and several keys compare
- * rows with bounds as tuples of integers (a binary search over the bounds).
+ * Rows and bounds are first turned into digits per key column
+ * (key-digits.ts): small integers that order as the values do (a flat key
+ * one, its rank among the bounds' values, key-ranks.ts; a struct one more
+ * for whether it is null, then its fields'), so one flat key maps a rank
+ * straight to its partition through a table, and other keys compare rows
+ * with bounds as tuples of integers (a binary search over the bounds).
  */
 export class RangePartitioner implements Partitioner {
   private readonly keyIndexes: number[];
-  private readonly ranks: KeyRanks[];
-  /** the ranks of every bound, bound j's at [j * keys, (j + 1) * keys) */
-  private readonly boundRanks: Int32Array;
+  private readonly keys: KeyDigits[];
+  /** every bound's digits, bound j's at [j * digits, (j + 1) * digits) */
+  private readonly boundDigits: Int32Array;
   private readonly boundCount: number;
-  /** one key: the partition of rank r at r + 1 */
+  /** one flat key (one digit): the partition of rank r at r + 1 */
   private readonly partitionOfRank: Uint32Array | null;
-  private rowRanks: Int32Array[];
+  private rowDigits: Int32Array[];
   private readonly decoded = new DecodedDictionaries();
 
   constructor(schema: Schema, keys: readonly (string | RangeKey)[], bounds: RangeBounds, numPartitions: number) {
@@ -70,53 +73,47 @@ export class RangePartitioner implements Partitioner {
     if (count > numPartitions - 1) {
       throw new ShuffleError('CS_INVALID_ARGUMENT', `range partitioning into ${numPartitions} partitions takes at most ${numPartitions - 1} bounds, got ${count}`);
     }
-    const chunks = orders.map(({ column }, k) => {
-      const valueType = valueTypeOf(schema.fields[this.keyIndexes[k]!]!.type);
-      assertOrderableKey(valueType, column);
-      return boundChunks(table, column, valueType, this.decoded);
-    });
-    this.ranks = orders.map(({ order }, k) => new KeyRanks(valueTypeOf(schema.fields[this.keyIndexes[k]!]!.type), chunks[k]!.map((c) => c.values), order));
+    const chunks = orders.map(({ column }, k) => boundChunks(table, column, schema.fields[this.keyIndexes[k]!]!.type));
+    this.keys = orders.map(({ column, order }, k) => new KeyDigits(schema.fields[this.keyIndexes[k]!]!.type, chunks[k]!, order, column, this.decoded));
     this.boundCount = count;
-    this.boundRanks = rankBounds(this.ranks, chunks, count);
-    assertAscending(this.boundRanks, orders.map((o) => o.column));
-    this.partitionOfRank = this.ranks.length === 1 ? partitionTable(this.boundRanks, 2 * this.ranks[0]!.distinct) : null;
-    this.rowRanks = this.ranks.map(() => new Int32Array(0));
+    this.boundDigits = digitsOfBounds(this.keys, chunks, count);
+    assertAscending(this.boundDigits, this.keys.flatMap((key) => key.columns));
+    const flat = this.keys.length === 1 ? this.keys[0]!.flatDistinct : null;
+    this.partitionOfRank = flat === null ? null : partitionTable(this.boundDigits, 2 * flat);
+    this.rowDigits = this.keys.flatMap((key) => Array.from({ length: key.count }, () => new Int32Array(0)));
   }
 
   computePartitionIds(batch: RecordBatch, partitionIds: Uint32Array): void {
     const rows = batch.numRows;
-    const keys = this.ranks.length;
-    for (let k = 0; k < keys; k++) {
-      if (this.rowRanks[k]!.length < rows) this.rowRanks[k] = new Int32Array(Math.max(rows, this.rowRanks[k]!.length * 2));
-      const column = batch.data.children[this.keyIndexes[k]!]!;
-      const ranks = this.ranks[k]!;
-      if ((column.type as DataType).typeId !== Type.Dictionary) ranks.ranksInto(column, this.rowRanks[k]!);
-      else {
-        // a null index is a null key; a valid index may point at a null value
-        ranks.ranksInto(this.decoded.decode(column), this.rowRanks[k]!);
-        ranks.nullsInto(column, this.rowRanks[k]!);
-      }
+    const digits = this.rowDigits.length;
+    for (let d = 0; d < digits; d++) {
+      if (this.rowDigits[d]!.length < rows) this.rowDigits[d] = new Int32Array(Math.max(rows, this.rowDigits[d]!.length * 2));
     }
+    let first = 0;
+    this.keys.forEach((key, k) => {
+      key.digitsInto(batch.data.children[this.keyIndexes[k]!]!, this.rowDigits, first);
+      first += key.count;
+    });
     const table = this.partitionOfRank;
     if (table !== null) {
-      const ranks = this.rowRanks[0]!;
+      const ranks = this.rowDigits[0]!;
       for (let i = 0; i < rows; i++) partitionIds[i] = table[ranks[i]! + 1]!;
       return;
     }
-    const { boundRanks, boundCount, rowRanks } = this;
+    const { boundDigits, boundCount, rowDigits } = this;
     for (let i = 0; i < rows; i++) {
       // the first bound not before the row
       let lo = 0;
       let hi = boundCount;
       while (lo < hi) {
         const mid = (lo + hi) >>> 1;
-        let k = 0;
-        let at = mid * keys;
-        while (k < keys && boundRanks[at] === rowRanks[k]![i]) {
-          k++;
+        let d = 0;
+        let at = mid * digits;
+        while (d < digits && boundDigits[at] === rowDigits[d]![i]) {
+          d++;
           at++;
         }
-        if (k < keys && boundRanks[at]! < rowRanks[k]![i]!) lo = mid + 1;
+        if (d < digits && boundDigits[at]! < rowDigits[d]![i]!) lo = mid + 1;
         else hi = mid;
       }
       partitionIds[i] = lo;
@@ -124,30 +121,31 @@ export class RangePartitioner implements Partitioner {
   }
 }
 
-/** The ranks of every bound, bound j's at [j * keys, (j + 1) * keys). */
-function rankBounds(ranks: readonly KeyRanks[], chunks: readonly (readonly BoundChunk[])[], count: number): Int32Array {
-  const keys = ranks.length;
-  const out = new Int32Array(count * keys);
-  const scratch = new Int32Array(count);
-  ranks.forEach((key, k) => {
+/** Every bound's digits, bound j's at [j * digits, (j + 1) * digits). */
+function digitsOfBounds(keys: readonly KeyDigits[], chunks: readonly (readonly Data[])[], count: number): Int32Array {
+  const digits = keys.reduce((n, key) => n + key.count, 0);
+  const out = new Int32Array(count * digits);
+  const scratch = Array.from({ length: digits }, () => new Int32Array(count));
+  let first = 0;
+  keys.forEach((key, k) => {
     let row = 0;
-    for (const { values, indices } of chunks[k]!) {
-      key.ranksInto(values, scratch);
-      if (indices !== null) key.nullsInto(indices, scratch);
-      for (let i = 0; i < values.length; i++) out[(row + i) * keys + k] = scratch[i]!;
-      row += values.length;
+    for (const chunk of chunks[k]!) {
+      key.digitsInto(chunk, scratch, first);
+      for (let d = first; d < first + key.count; d++) for (let i = 0; i < chunk.length; i++) out[(row + i) * digits + d] = scratch[d]![i]!;
+      row += chunk.length;
     }
+    first += key.count;
   });
   return out;
 }
 
 /** Bounds must be strictly ascending in the keys' order, as Spark's are: equal or descending bounds are a mistake upstream. */
-function assertAscending(boundRanks: Int32Array, columns: readonly string[]): void {
+function assertAscending(boundDigits: Int32Array, columns: readonly string[]): void {
   const keys = columns.length;
-  for (let j = 1; j * keys < boundRanks.length; j++) {
+  for (let j = 1; j * keys < boundDigits.length; j++) {
     let k = 0;
-    while (k < keys && boundRanks[j * keys + k] === boundRanks[(j - 1) * keys + k]) k++;
-    if (k === keys || boundRanks[j * keys + k]! < boundRanks[(j - 1) * keys + k]!) {
+    while (k < keys && boundDigits[j * keys + k] === boundDigits[(j - 1) * keys + k]) k++;
+    if (k === keys || boundDigits[j * keys + k]! < boundDigits[(j - 1) * keys + k]!) {
       const what = k === keys ? `equals bound ${j - 1}` : `sorts before bound ${j - 1} (by column "${columns[k]}")`;
       throw new ShuffleError('CS_INVALID_ARGUMENT', `range bounds must be strictly ascending in the keys' order: bound ${j} ${what}`, { row: j });
     }
@@ -158,10 +156,6 @@ function keyOrderOf(key: string | RangeKey): { column: string; order: KeyOrder }
   if (typeof key === 'string') return { column: key, order: { descending: false, nullsFirst: true } };
   const descending = key.descending ?? false;
   return { column: key.column, order: { descending, nullsFirst: key.nullsFirst ?? !descending } };
-}
-
-function valueTypeOf(type: DataType): DataType {
-  return type.typeId === Type.Dictionary ? (type as Dictionary).dictionary : type;
 }
 
 function boundsTable(bounds: RangeBounds): Table {
@@ -181,26 +175,19 @@ function boundsTable(bounds: RangeBounds): Table {
   throw new ShuffleError('CS_INVALID_ARGUMENT', 'range bounds must be an Arrow Table, RecordBatch or IPC stream bytes');
 }
 
-/** A chunk of a bounds column: its values, and for a dictionary column its indices (a null index is a null bound). */
-interface BoundChunk {
-  values: Data;
-  indices: Data | null;
-}
-
-/** The chunks of the bounds' column for a key, decoded if a dictionary, checked against the key's value type. */
-function boundChunks(table: Table, column: string, valueType: DataType, decoded: DecodedDictionaries): BoundChunk[] {
+/** The chunks of the bounds' column for a key, checked against the key's type (dictionaries and their values' type alike). */
+function boundChunks(table: Table, column: string, keyType: DataType): Data[] {
   const vector = table.getChild(column);
   if (vector === null) {
     throw new ShuffleError('CS_INVALID_ARGUMENT', `the range bounds have no column "${column}" (their columns: ${table.schema.fields.map((f) => f.name).join(', ')})`, { column });
   }
-  const chunks = (vector.data as Data[]).map((chunk) =>
-    (chunk.type as DataType).typeId === Type.Dictionary ? { values: decoded.decode(chunk), indices: chunk } : { values: chunk, indices: null },
-  );
   const type = valueTypeOf(vector.type as DataType);
+  const valueType = valueTypeOf(keyType);
   if (!sameType(type, valueType)) {
     throw new ShuffleError('CS_INVALID_ARGUMENT', `the range bounds' column "${column}" is ${String(type)}, the key's values are ${String(valueType)}`, { column });
   }
-  return chunks;
+  // an empty table's struct chunk may have no children at all
+  return (vector.data as Data[]).filter((chunk) => chunk.length > 0);
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
  * A deliberately simple reference for range partitioning, one row at a time:
  * each key value read as a JS number, BigInt or byte string (arrow-js's `get`
- * where it is exact, else the value's own words summed as a BigInt), tuples
+ * where it is exact, else the value's own words summed as a BigInt), a
+ * struct as its fields' values, a dictionary as the value it points at; tuples
  * compared key by key in each key's direction and null order, and a row's
  * partition the count of bounds that compare below it. Nothing of
  * src/writer/key-ranks.ts is used.
@@ -9,7 +10,7 @@
 import { Table, Type, Vector, type Data, type DataType, type Decimal, type RecordBatch } from 'apache-arrow';
 import type { RangeBounds, RangeKey } from '../../src/writer/range-partitioner.js';
 
-export type KeyValue = null | number | bigint | Uint8Array;
+export type KeyValue = null | number | bigint | Uint8Array | { fields: KeyValue[] };
 
 interface Order {
   descending: boolean;
@@ -23,6 +24,17 @@ export function keyValue(data: Data, i: number): KeyValue {
   const type = data.type as DataType;
   if (type.typeId === Type.Null || !data.getValid(i)) return null;
   switch (type.typeId) {
+    case Type.Struct:
+      return { fields: data.children.map((child) => keyValue(child, i)) };
+    case Type.Dictionary: {
+      // the value the index points at, in whichever chunk of the dictionary holds it
+      let index = Number((data.values as ArrayLike<number | bigint>)[i]!);
+      for (const chunk of (data.dictionary as Vector).data as Data[]) {
+        if (index < chunk.length) return keyValue(chunk, index);
+        index -= chunk.length;
+      }
+      throw new Error(`dictionary index ${i} out of range`);
+    }
     case Type.Utf8:
     case Type.LargeUtf8:
     case Type.Utf8View:
@@ -54,7 +66,12 @@ function compareValues(a: KeyValue, b: KeyValue, order: Order): number {
     return (a === null) === order.nullsFirst ? -1 : 1;
   }
   let c: number;
-  if (a instanceof Uint8Array) c = Buffer.compare(a, b as Uint8Array);
+  if (typeof a === 'object' && 'fields' in a) {
+    // Spark: field by field, each ascending with nulls first; a descending key reverses the whole comparison
+    const fields = (b as { fields: KeyValue[] }).fields;
+    c = 0;
+    for (let f = 0; f < a.fields.length && c === 0; f++) c = compareValues(a.fields[f]!, fields[f]!, { descending: false, nullsFirst: true });
+  } else if (a instanceof Uint8Array) c = Buffer.compare(a, b as Uint8Array);
   else if (typeof a === 'number') {
     const x = a;
     const y = b as number;

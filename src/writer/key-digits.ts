@@ -1,0 +1,107 @@
+import { Field, Struct, Type, type Data, type DataType, type Dictionary } from 'apache-arrow';
+import type { DecodedDictionaries } from './key-hash.js';
+import { assertOrderableKey, KeyRanks, type KeyOrder } from './key-ranks.js';
+
+/**
+ * One range-partitioning key column as the integers ("digits") its rows
+ * compare by, first to last:
+ *
+ * - a flat column is one digit, its value's rank among the bounds' values
+ *   (key-ranks.ts); a dictionary column the rank of the value it points at;
+ * - a struct is a digit for whether it is null (0 when it is not; -1 or 1
+ *   when it is, as its null order says), then its fields' digits in order:
+ *   Spark compares structs field by field, each ascending with nulls first,
+ *   and reverses the whole comparison when the key is descending (so the
+ *   fields of a descending struct go descending with nulls last).
+ *
+ * Below a null struct every digit is UNDER_NULL: all null structs compare
+ * equal, whatever their fields hold. Worked example, key struct<a: int32,
+ * b: utf8> ascending, bound values a in {1, 5}, b in {"x"}: the row {a: 5,
+ * b: null} has digits [0, 3, -1], a null row [-1, UNDER_NULL, UNDER_NULL].
+ */
+export class KeyDigits {
+  private readonly digits: Digit[];
+  /** for error messages: the column (or struct field path) of each digit */
+  readonly columns: string[];
+
+  constructor(type: DataType, boundChunks: readonly Data[], order: KeyOrder, column: string, private readonly decoded: DecodedDictionaries) {
+    this.digits = digitsOf(type, [], order, boundChunks, column, decoded);
+    this.columns = this.digits.map((d) => d.column);
+  }
+
+  get count(): number {
+    return this.digits.length;
+  }
+
+  /** The rank digit's distinct bound values when this key is one flat digit (else null). */
+  get flatDistinct(): number | null {
+    const only = this.digits.length === 1 ? this.digits[0]! : null;
+    return only !== null && only.kind === 'value' ? only.ranks.distinct : null;
+  }
+
+  /** out[first + d][i] = digit d of row i of `column` (this key's column of a batch, or a chunk of its bounds). */
+  digitsInto(column: Data, out: Int32Array[], first: number): void {
+    this.digits.forEach((digit, d) => digitInto(digit, column, out[first + d]!, this.decoded));
+  }
+}
+
+/** The digit of rows below a null struct. */
+export const UNDER_NULL = -2;
+
+type Digit =
+  | { kind: 'struct'; path: number[]; column: string; nullRank: number }
+  | { kind: 'value'; path: number[]; column: string; ranks: KeyRanks };
+
+function digitsOf(type: DataType, path: number[], order: KeyOrder, boundChunks: readonly Data[], column: string, decoded: DecodedDictionaries): Digit[] {
+  if (type.typeId === Type.Struct) {
+    // the fields compare ascending with nulls first, the whole reversed for a descending key
+    const fieldOrder: KeyOrder = { descending: order.descending, nullsFirst: !order.descending };
+    return [
+      { kind: 'struct', path, column, nullRank: order.nullsFirst ? -1 : 1 },
+      ...type.children.flatMap((field, i) =>
+        digitsOf(field.type, [...path, i], fieldOrder, boundChunks.map((chunk) => chunk.children[i]!), `${column}.${field.name}`, decoded),
+      ),
+    ];
+  }
+  const valueType = type.typeId === Type.Dictionary ? (type as Dictionary).dictionary : type;
+  assertOrderableKey(valueType, column);
+  const values = boundChunks.map((chunk) => ((chunk.type as DataType).typeId === Type.Dictionary ? decoded.decode(chunk) : chunk));
+  return [{ kind: 'value', path, column, ranks: new KeyRanks(valueType, values, order) }];
+}
+
+function digitInto(digit: Digit, column: Data, out: Int32Array, decoded: DecodedDictionaries): void {
+  let data = column;
+  for (const i of digit.path) data = data.children[i]!;
+  if (digit.kind === 'struct') {
+    out.fill(0, 0, data.length);
+    nullsInto(data, digit.nullRank, out);
+  } else if ((data.type as DataType).typeId === Type.Dictionary) {
+    // a null index is a null key; a valid index may point at a null value
+    digit.ranks.ranksInto(decoded.decode(data), out);
+    digit.ranks.nullsInto(data, out);
+  } else {
+    digit.ranks.ranksInto(data, out);
+  }
+  // below a null struct the digit is a constant
+  let ancestor = column;
+  for (const i of digit.path) {
+    nullsInto(ancestor, UNDER_NULL, out);
+    ancestor = ancestor.children[i]!;
+  }
+}
+
+/** out[i] = value wherever row i of `data` is null. */
+function nullsInto(data: Data, value: number, out: Int32Array): void {
+  const bitmap = data.nullBitmap as Uint8Array | null | undefined;
+  if (data.nullCount === 0 || bitmap === null || bitmap === undefined || bitmap.byteLength === 0) return;
+  for (let i = 0, bit = data.offset, n = data.length; i < n; i++, bit++) {
+    if (((bitmap[bit >>> 3]! >>> (bit & 7)) & 1) === 0) out[i] = value;
+  }
+}
+
+/** `type` with every dictionary replaced by its values' type (what bounds for it may hold instead). */
+export function valueTypeOf(type: DataType): DataType {
+  if (type.typeId === Type.Dictionary) return valueTypeOf((type as Dictionary).dictionary);
+  if (type.typeId === Type.Struct) return new Struct(type.children.map((f) => new Field(f.name, valueTypeOf(f.type), f.nullable, f.metadata)));
+  return type;
+}
