@@ -41,7 +41,7 @@ export class KeyRanks {
   private readonly scratch: Scratch = { numbers: new Float64Array(0), starts: new Float64Array(0), lengths: new Int32Array(0) };
 
   constructor(readonly type: DataType, bounds: readonly Data[], readonly order: KeyOrder) {
-    this.values = boundValuesOf(valueKindOf(type), bounds, this.scratch);
+    this.values = boundValuesOf(type, bounds, this.scratch);
     this.distinct = this.values.count;
   }
 
@@ -151,10 +151,10 @@ type BoundValues =
   | { kind: 'words'; count: number; sorted: Int32Array; width: number; signed: boolean }
   | { kind: 'bytes'; count: number; sorted: Uint8Array[]; prefixes: Float64Array };
 
-/** The distinct non-null values of the bound columns' chunks, sorted ascending. */
-function boundValuesOf(kind: ValueKind | null, chunks: readonly Data[], scratch: Scratch): BoundValues {
+/** The distinct non-null values of the bound columns' chunks (of `type`), sorted ascending. */
+function boundValuesOf(type: DataType, chunks: readonly Data[], scratch: Scratch): BoundValues {
   const nonNull = (data: Data, i: number) => data.getValid(i);
-  switch (kind) {
+  switch (valueKindOf(type)) {
     case null:
       throw new Error('unreachable: the key type was checked');
     case 'null':
@@ -171,8 +171,8 @@ function boundValuesOf(kind: ValueKind | null, chunks: readonly Data[], scratch:
       return { kind: 'number', count: sorted.length, sorted: Float64Array.from(sorted) };
     }
     case 'words': {
-      const width = wordWidthOf(chunks[0]?.type);
-      const signed = isSignedWords(chunks[0]?.type);
+      const width = wordWidthOf(type);
+      const signed = isSignedWords(type);
       const all: Int32Array[] = [];
       for (const data of chunks) {
         const words = wordsOf(data);
@@ -245,12 +245,12 @@ function numberRanksInto(values: Float64Array, n: number, sorted: Float64Array, 
 // ---------------------------------------------------------------------------------------------
 // words: 64-bit integers, timestamps, durations, decimals
 
-function wordWidthOf(type: DataType | undefined): number {
-  return type?.typeId === Type.Decimal ? (type as Decimal).bitWidth >>> 5 : 2;
+function wordWidthOf(type: DataType): number {
+  return type.typeId === Type.Decimal ? (type as Decimal).bitWidth >>> 5 : 2;
 }
 
-function isSignedWords(type: DataType | undefined): boolean {
-  return !(type?.typeId === Type.Int && !(type as Int).isSigned);
+function isSignedWords(type: DataType): boolean {
+  return !(type.typeId === Type.Int && !(type as Int).isSigned);
 }
 
 /** The values of a 'words' column as 32-bit words, row i at [i * width, (i + 1) * width). */
