@@ -116,6 +116,15 @@ describe('running map tasks', () => {
     expect(status.partitionRows.every((n) => n > 0), "every partition gets rows").toBe(true);
   });
 
+  test('range bounds the writer refuses (descending) fail the task with its CS_INVALID_ARGUMENT, leaving nothing', async () => {
+    const bounds = new Table({ key: vectorFromArray([500n, 100n], new Int64()) });
+    const task = pool.run(spec(10, 0, { partitioning: { kind: 'range', keys: ['key'], bounds } }), batches(1, 100, 10));
+    const error = await task.status.catch((e: unknown) => e);
+    expect((error as { code?: string }).code).toBe('CS_INVALID_ARGUMENT');
+    expect(String((error as Error).message)).toMatch(/range bounds must be strictly ascending in the keys' order: bound 1 sorts before bound 0/);
+    expect(await files()).toEqual([]);
+  });
+
   test('a task whose transform writes nothing commits an empty output from its outputSchema', async () => {
     const status = await pool.run(spec(4, 0, { transform: { module: TRANSFORMS, export: 'dropAll' } }), batches(2, 100, 4)).status;
     expect(status.metrics.inputRows).toBe(200);
