@@ -122,6 +122,25 @@ describe("Spark's order of special values", () => {
     expect(partitionIds(input, ['x'], bounds, 4)).toEqual([0, 0, 1, 1, 2, 0, 0]);
   });
 
+  test('with enough bounds for the bucket index: infinities, NaN and values beyond the bounds land as the reference says', () => {
+    const values = [-Infinity, -1e300, -1, -0, 0, 0.5, 1, 2, 2.5, 3, 1e300, Infinity, NaN, null];
+    const input = tableOf({ x: { values, type: new Float64() } }).batches[0]!;
+    const bounds = tableOf({ x: { values: [-1, 0, 1, 2, 3, Infinity, NaN], type: new Float64() } });
+    const expected = new ReferenceRange(['x'], bounds).partitionsOf(input);
+    expect(expected).toEqual([0, 0, 0, 1, 1, 2, 2, 3, 4, 4, 5, 5, 6, 0]);
+    expect(partitionIds(input, ['x'], bounds, 8)).toEqual(expected);
+    expect(partitionIds(input, [{ column: 'x', descending: true }], tableOf({ x: { values: [NaN, Infinity, 3, 2, 1, 0, -1], type: new Float64() } }), 8)).toEqual(
+      new ReferenceRange([{ column: 'x', descending: true }], tableOf({ x: { values: [NaN, Infinity, 3, 2, 1, 0, -1], type: new Float64() } })).partitionsOf(input),
+    );
+  });
+
+  test('int64 values one apart where their doubles are equal (above 2^53) are told apart within a bucket', () => {
+    const big = 2n ** 62n;
+    const input = tableOf({ x: { values: [big - 1n, big, big + 1n, big + 2n, -big, 2n ** 63n - 1n, -(2n ** 63n)], type: new Int64() } }).batches[0]!;
+    const bounds = tableOf({ x: { values: [-big, 0n, big, big + 1n, big + 3n], type: new Int64() } });
+    expect(partitionIds(input, ['x'], bounds, 6)).toEqual([2, 2, 3, 4, 0, 5, 0]);
+  });
+
   test('uint64 values with the top bit set sort above smaller ones; int64 negatives below zero', () => {
     const u = tableOf({ x: { values: [1n, 2n ** 63n, 2n ** 64n - 1n, 2n ** 63n - 1n], type: new Uint64() } }).batches[0]!;
     expect(partitionIds(u, ['x'], tableOf({ x: { values: [2n ** 63n - 1n], type: new Uint64() } }), 2)).toEqual([0, 1, 1, 0]);

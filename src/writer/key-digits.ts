@@ -33,10 +33,10 @@ export class KeyDigits {
     return this.digits.length;
   }
 
-  /** The rank digit's distinct bound values when this key is one flat digit (else null). */
-  get flatDistinct(): number | null {
-    const only = this.digits.length === 1 ? this.digits[0]! : null;
-    return only !== null && only.kind === 'value' ? only.ranks.distinct : null;
+  /** The largest value the first digit takes: 2D + 1 for a value's rank (key-ranks.ts), 1 for a struct's null digit. */
+  get firstDigitMax(): number {
+    const first = this.digits[0]!;
+    return first.kind === 'value' ? 2 * first.ranks.distinct + 1 : 1;
   }
 
   /** out[first + d][i] = digit d of row i of `column` (this key's column of a batch, or a chunk of its bounds). */
