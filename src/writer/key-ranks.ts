@@ -63,7 +63,7 @@ export class KeyRanks {
         wordRanksInto(wordsOf(data), values.width, values.signed, n, values.sorted, values.count, values.index, out);
         break;
       case 'bytes':
-        byteRanksInto(data, n, values.sorted, values.prefixes, this.scratch, out);
+        byteRanksInto(data, n, values.sorted, values.prefixes, values.index, this.scratch, out);
         break;
     }
     const d2 = 2 * values.count;
@@ -149,7 +149,7 @@ type BoundValues =
   | { kind: 'null'; count: 0 }
   | { kind: 'number'; count: number; sorted: Float64Array; index: BucketIndex | null }
   | { kind: 'words'; count: number; sorted: Int32Array; width: number; signed: boolean; index: BucketIndex | null }
-  | { kind: 'bytes'; count: number; sorted: Uint8Array[]; prefixes: Float64Array };
+  | { kind: 'bytes'; count: number; sorted: Uint8Array[]; prefixes: Float64Array; index: BucketIndex | null };
 
 /** The distinct non-null values of the bound columns' chunks (of `type`), sorted ascending. */
 function boundValuesOf(type: DataType, chunks: readonly Data[], scratch: Scratch): BoundValues {
@@ -197,7 +197,8 @@ function boundValuesOf(type: DataType, chunks: readonly Data[], scratch: Scratch
       }
       all.sort((a, b) => compareBytes(a, 0, a.byteLength, b));
       const sorted = all.filter((v, i) => i === 0 || compareBytes(all[i - 1]!, 0, all[i - 1]!.byteLength, v) < 0);
-      return { kind: 'bytes', count: sorted.length, sorted, prefixes: Float64Array.from(sorted, (v) => prefixOf(v, 0, v.byteLength)) };
+      const prefixes = Float64Array.from(sorted, (v) => prefixOf(v, 0, v.byteLength));
+      return { kind: 'bytes', count: sorted.length, sorted, prefixes, index: bucketIndexOf(prefixes) };
     }
   }
 }
@@ -488,11 +489,12 @@ function rangesOf(data: Data, n: number, starts: Float64Array, lengths: Int32Arr
 
 /**
  * The ranks of a 'bytes' column: a binary search per row over the sorted
- * bound values, deciding on the values' 4-byte prefixes where they differ
- * (most probes: 2.5-3x faster on random 20-byte strings than comparing bytes each time) and on the bytes
- * where they tie.
+ * bound values in the bucket of its 4-byte prefix (prefixes order as the
+ * values do, or tie), deciding on the prefixes where they differ and on the
+ * bytes where they tie. 1 M random 20-byte utf8 keys at P = 200: 196-230 ms
+ * comparing bytes at every probe, 68 on prefixes, 43 with the buckets.
  */
-function byteRanksInto(data: Data, n: number, sorted: readonly Uint8Array[], prefixes: Float64Array, scratch: Scratch, out: Int32Array): void {
+function byteRanksInto(data: Data, n: number, sorted: readonly Uint8Array[], prefixes: Float64Array, index: BucketIndex | null, scratch: Scratch, out: Int32Array): void {
   if (scratch.starts.length < n) {
     scratch.starts = new Float64Array(Math.max(n, scratch.starts.length * 2));
     scratch.lengths = new Int32Array(scratch.starts.length);
@@ -518,6 +520,12 @@ function byteRanksInto(data: Data, n: number, sorted: readonly Uint8Array[], pre
     const prefix = prefixOf(bytes!, start, end);
     let lo = 0;
     let hi = count;
+    if (index !== null) {
+      // prefixes order as the values do (or tie): a monotone map, as bucketIndexOf needs
+      const bucket = index.bucketOf(prefix);
+      lo = index.first[bucket]!;
+      hi = index.first[bucket + 1]!;
+    }
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       const p = prefixes[mid]!;
