@@ -256,9 +256,10 @@ function numberRanksInto(values: Float64Array, n: number, sorted: Float64Array, 
  * monotone map, so every bound in an earlier bucket is below the row and
  * every bound in a later one above it, and the row's rank lies between
  * first[bucket] and first[bucket + 1] (first[b] = the bounds in buckets
- * below b). Worked example, bounds 10, 20, 30 and 6 buckets over [10, 30]:
- * 24 -> bucket floor((24 - 10) * 6 / 20) = 4, first[4] = 2 (10 and 20 lie in
- * buckets 0 and 3), first[5] = 2: no comparison left, 2 bounds below.
+ * below b). Worked example, bounds 10, 20, 30, 40: 16 buckets over
+ * [10, 40], bucket(v) = floor((v - 10) * 16 / 30), so the bounds lie in
+ * buckets 0, 5, 10 and 15 (16, clamped); the row 24 is in bucket 7,
+ * first[7] = first[8] = 2: no comparison left, 2 bounds below it.
  * Partition ids of 2 M narrow rows at P = 200 by their int64 key: 100 ms
  * with a binary search over all bounds, 34 with this index (hash: 17).
  */
