@@ -18,6 +18,7 @@ export {
 } from './writer/writer-options.js';
 export type { Partitioning } from './writer/partitioner.js';
 export type { RangeBounds, RangeKey } from './writer/range-partitioner.js';
+export { rangeBoundsOf } from './writer/range-bounds.js';
 export type { DictionaryUpdates } from './writer/dictionary-tracker.js';
 export { MemoryPool, MemoryReservation, MemoryLimitError, type Reclaimable } from './memory/memory-pool.js';
 export { defaultMemoryPool } from './memory/default-pool.js';

@@ -41,11 +41,12 @@ import { describe, expect, test } from 'vitest';
 import { ShuffleError } from '../src/errors.js';
 import { DecodedDictionaries } from '../src/writer/key-hash.js';
 import { createPartitioner, type Partitioning } from '../src/writer/partitioner.js';
+import { rangeBoundsOf } from '../src/writer/range-bounds.js';
 import type { RangeBounds, RangeKey } from '../src/writer/range-partitioner.js';
 import { batchOf, buildColumn, NO_BITMAP, TYPE_CASES } from './support/columns.js';
 import { Rng } from './support/random.js';
 import { buildAny } from './support/nested.js';
-import { boundsFrom, ReferenceRange } from './support/reference-range.js';
+import { boundsFrom, compareTuples, keyValue, orderOf, ReferenceRange, type KeyValue } from './support/reference-range.js';
 
 function partitionIds(batch: RecordBatch, keys: readonly (string | RangeKey)[], bounds: RangeBounds, numPartitions: number): number[] {
   const ids = new Uint32Array(batch.numRows);
@@ -294,6 +295,95 @@ function repeated(type: DataType, rows: number, nullRate: number, cardinality: n
   const indices = Int32Array.from({ length: rows }, () => rng.int(0, cardinality - 1));
   const encoded = makeData({ type: new Dictionary(type, new Int32()), length: rows, nullCount: 0, data: indices, dictionary: new Vector([pool]) });
   return new DecodedDictionaries().decode(encoded);
+}
+
+describe("rangeBoundsOf chooses bounds from a sample as Spark's determineBounds does", () => {
+  const ints = (values: (number | null)[]) => tableOf({ x: { values, type: new Int32() } });
+
+  test('the worked example: rows 1..10 into 4 partitions give 3, 5, 8', () => {
+    const bounds = rangeBoundsOf(ints([7, 3, 10, 1, 5, 2, 9, 4, 8, 6]), ['x'], 4);
+    expect([...bounds.getChild('x')!]).toEqual([3, 5, 8]);
+  });
+
+  test('a bound equal to the one before is skipped; fewer distinct keys give fewer bounds; one partition none', () => {
+    expect([...rangeBoundsOf(ints([1, 1, 2, 1, 1]), ['x'], 4).getChild('x')!]).toEqual([1, 2]);
+    expect(rangeBoundsOf(ints([4, 4, 4]), ['x'], 100).numRows).toBe(1);
+    const none = rangeBoundsOf(ints([1, 2, 3]), ['x'], 1);
+    expect(none.numRows).toBe(0);
+    expect(none.schema.fields.map((f) => String(f.type))).toEqual(['Int32']);
+    expect(rangeBoundsOf(ints([]), ['x'], 8).numRows).toBe(0);
+  });
+
+  test('in the keys\' order: descending, nulls as the key says', () => {
+    const sample = ints([5, null, 1, 3, null, 4, 2, 6]);
+    expect([...rangeBoundsOf(sample, [{ column: 'x', descending: true }], 4).getChild('x')!]).toEqual([5, 3, 1]);
+    expect([...rangeBoundsOf(sample, ['x'], 4).getChild('x')!]).toEqual([null, 2, 4]);
+  });
+
+  test('an unknown key column, no keys, a bad partition count are refused', () => {
+    refused(() => rangeBoundsOf(ints([1]), ['y'], 2), 'CS_UNKNOWN_COLUMN', /no column "y" in the sample \(columns: x\)/);
+    refused(() => rangeBoundsOf(ints([1]), [], 2), 'CS_INVALID_ARGUMENT', /at least one key column/);
+    refused(() => rangeBoundsOf(ints([1]), ['x'], 0), 'CS_INVALID_ARGUMENT', /numPartitions must be an integer >= 1, got 0/);
+  });
+
+  test('property: for random key types (flat, struct, dictionary) and samples, the bounds are those the reference picks, and the partitioner takes them', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({ shape: fc.nat({ max: 9 }), picks: fc.array(fc.nat(), { minLength: 2, maxLength: 2 }), order: fc.nat({ max: 3 }), cardinality: fc.integer({ min: 1, max: 30 }) }),
+          { minLength: 1, maxLength: 3 },
+        ),
+        fc.integer({ min: 0, max: 400 }),
+        fc.constantFrom(0, 0.2, 1),
+        fc.integer({ min: 1, max: 300 }),
+        fc.nat(),
+        (specs, rows, nullRate, numPartitions, seed) => {
+          const rng = new Rng(seed);
+          const fields = specs.map((s, k) => new Field(`k${k}`, keyType(s.shape, s.picks), true));
+          const children = fields.map((f, k) =>
+            (f.type as DataType).typeId === Type.Dictionary
+              ? buildAny(f.type, rows, rng, { nullRate: nullRate / 2, dictionaryMode: 'new' })
+              : repeated(f.type, rows, nullRate, specs[k]!.cardinality, rng),
+          );
+          const sample = batchOf(new Schema(fields), children, rows);
+          const keys: RangeKey[] = specs.map((s, k) => ({ column: `k${k}`, descending: (s.order & 1) === 1, ...((s.order & 2) === 2 ? { nullsFirst: (s.order & 1) === 1 } : {}) }));
+          const bounds = rangeBoundsOf(sample, keys, numPartitions);
+          expect(bounds.numRows).toBeLessThanOrEqual(numPartitions - 1);
+          expect(canonicalTuples(referenceTuples(bounds, keys))).toEqual(canonicalTuples(referenceBounds(sample, keys, numPartitions)));
+          // the partitioner takes them (strictly ascending, of the keys' types) and places the sample as the reference does
+          expect(partitionIds(sample, keys, bounds, numPartitions)).toEqual(new ReferenceRange(keys, bounds).partitionsOf(sample));
+        },
+      ),
+      { numRuns: 300, seed: 0xb0d5 },
+    );
+  });
+});
+
+/** Spark's determineBounds over the sample's key tuples, unit weights, by the reference's comparison. */
+function referenceBounds(sample: RecordBatch, keys: readonly RangeKey[], numPartitions: number): KeyValue[][] {
+  const orders = keys.map(orderOf);
+  const tuples = Array.from({ length: sample.numRows }, (_, i) => orders.map((o) => keyValue(sample.getChild(o.column)!.data[0]!, i)));
+  const sorted = [...tuples].sort((a, b) => compareTuples(a, b, orders));
+  const step = sorted.length / numPartitions;
+  const bounds: KeyValue[][] = [];
+  let target = step;
+  for (let i = 0; i < sorted.length && bounds.length < numPartitions - 1; i++) {
+    if (i + 1 >= target && (bounds.length === 0 || compareTuples(bounds[bounds.length - 1]!, sorted[i]!, orders) < 0)) {
+      bounds.push(sorted[i]!);
+      target += step;
+    }
+  }
+  return bounds;
+}
+
+function referenceTuples(bounds: Table, keys: readonly RangeKey[]): KeyValue[][] {
+  const orders = keys.map(orderOf);
+  return bounds.batches.flatMap((batch) => Array.from({ length: batch.numRows }, (_, i) => orders.map((o) => keyValue(batch.getChild(o.column)!.data[0]!, i))));
+}
+
+function canonicalTuples(tuples: KeyValue[][]): string[] {
+  const show = (v: KeyValue): unknown => (v instanceof Uint8Array ? `0x${Buffer.from(v).toString('hex')}` : typeof v === 'bigint' ? `${v}n` : typeof v === 'number' ? (Object.is(v, -0) ? '0' : Number.isNaN(v) ? 'NaN' : v) : v !== null && typeof v === 'object' ? v.fields.map(show) : v);
+  return tuples.map((t) => JSON.stringify(t.map(show)));
 }
 
 describe('bad keys and bounds are refused, saying what is wrong', () => {

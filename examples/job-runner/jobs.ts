@@ -9,7 +9,8 @@
  *    sampled on the main thread, orders range-partitioned by amount, each
  *    reduce task sorts its partition; partition after partition, they are in order).
  */
-import { Int, Table, vectorFromArray, type DataType, type RecordBatch } from 'apache-arrow';
+import { Table, type RecordBatch } from 'apache-arrow';
+import { rangeBoundsOf } from 'columnar-shuffle';
 import { column, CustomerTotals, forEachNumber, numbers, PARTIAL_SCHEMA } from './columns.js';
 import type { Job } from './dag.js';
 import { COUNTRIES, countryOf, CUSTOMERS_SCHEMA, customersSplit, type OrdersSource } from './data.js';
@@ -287,31 +288,26 @@ export interface SortAnswer extends SortedOrders {
 export const SAMPLE_EVERY = 97;
 
 /**
- * The bounds of the range partitioning, as Spark's RangePartitioner chooses
- * them: a sample of the amounts (every SAMPLE_EVERY-th order of every map
- * task's input, nulls and NaN left out), sorted largest first, cut at
- * `partitions - 1` evenly spaced places, repeats dropped (fewer bounds than
- * that leave the last partitions empty). One column, `amount`, of the input's
- * amount type.
+ * The bounds of the range partitioning: a sample of the orders (every
+ * SAMPLE_EVERY-th one of every map task's input, its amount only) handed to
+ * columnar-shuffle's `rangeBoundsOf`, which sorts it largest amount first (NaN
+ * first, nulls last, as the partitioner orders them) and cuts it where Spark's
+ * RangePartitioner would.
  */
 export function sortBounds(source: OrdersSource, shape: JobShape): Table {
-  const sample: number[] = [];
+  const sample: RecordBatch[] = [];
   for (let task = 0; task < shape.maps; task++) {
     for (const batch of source.split(task, shape.maps)) {
-      const amounts = numbers(column(batch, 'amount'));
-      for (let i = 0; i < amounts.length; i += SAMPLE_EVERY) if (!Number.isNaN(amounts[i]!)) sample.push(amounts[i]!);
+      const amounts = batch.selectAt([batch.schema.fields.findIndex((f) => f.name === 'amount')]);
+      for (let i = 0; i < batch.numRows; i += SAMPLE_EVERY) sample.push(amounts.slice(i, i + 1));
     }
   }
-  sample.sort((a, b) => b - a);
-  const bounds: number[] = [];
-  for (let p = 1; p < shape.partitions && sample.length > 0; p++) {
-    const value = sample[Math.floor((p * sample.length) / shape.partitions)]!;
-    if (bounds.length === 0 || value < bounds[bounds.length - 1]!) bounds.push(value);
-  }
-  const type = source.schema.fields.find((f) => f.name === 'amount')!.type as DataType;
-  const values: unknown[] = type instanceof Int && type.bitWidth === 64 ? bounds.map((v) => BigInt(v)) : bounds;
-  return new Table({ amount: vectorFromArray(values, type) });
+  const amounts = source.schema.select(['amount']);
+  return rangeBoundsOf(sample.length === 0 ? new Table(amounts) : new Table(sample), SORT_KEYS, shape.partitions);
 }
+
+/** Largest amount first; Spark's descending order puts null amounts last (and NaN first). */
+const SORT_KEYS = [{ column: 'amount', descending: true }];
 
 export function sortJob(source: OrdersSource, shape: JobShape, bounds: Table): Job<SortedOrders, SortAnswer> {
   return {
@@ -323,8 +319,7 @@ export function sortJob(source: OrdersSource, shape: JobShape, bounds: Table): J
         shuffleId: 0,
         tasks: shape.maps,
         numPartitions: shape.partitions,
-        // largest first; Spark's descending order puts null amounts last
-        partitioning: { kind: 'range', keys: [{ column: 'amount', descending: true }], bounds },
+        partitioning: { kind: 'range', keys: SORT_KEYS, bounds },
         outputSchema: source.schema.select(['customer_id', 'amount']),
         input: (task) => source.split(task, shape.maps),
         transform: { module: MAP_TASKS, export: 'project', args: { columns: ['customer_id', 'amount'] } },

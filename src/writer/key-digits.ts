@@ -45,6 +45,27 @@ export class KeyDigits {
   }
 }
 
+/**
+ * The digits of every row of a table's key columns (per key, its column's
+ * chunks), row j's at [j * digits, (j + 1) * digits).
+ */
+export function rowDigitsOf(keys: readonly KeyDigits[], chunks: readonly (readonly Data[])[], rows: number): Int32Array {
+  const digits = keys.reduce((n, key) => n + key.count, 0);
+  const out = new Int32Array(rows * digits);
+  const scratch = Array.from({ length: digits }, () => new Int32Array(rows));
+  let first = 0;
+  keys.forEach((key, k) => {
+    let row = 0;
+    for (const chunk of chunks[k]!) {
+      key.digitsInto(chunk, scratch, first);
+      for (let d = first; d < first + key.count; d++) for (let i = 0; i < chunk.length; i++) out[(row + i) * digits + d] = scratch[d]![i]!;
+      row += chunk.length;
+    }
+    first += key.count;
+  });
+  return out;
+}
+
 /** The digit of rows below a null struct. */
 export const UNDER_NULL = -2;
 

@@ -1,7 +1,7 @@
 import { RecordBatch, Table, tableFromIPC, type Data, type DataType, type Schema } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
 import { DecodedDictionaries } from './key-hash.js';
-import { KeyDigits, valueTypeOf } from './key-digits.js';
+import { KeyDigits, rowDigitsOf, valueTypeOf } from './key-digits.js';
 import type { KeyOrder } from './key-ranks.js';
 import type { Partitioner } from './partitioner.js';
 import { sameType } from './same-schema.js';
@@ -79,7 +79,7 @@ export class RangePartitioner implements Partitioner {
     }
     const chunks = orders.map(({ column }, k) => boundChunks(table, column, schema.fields[this.keyIndexes[k]!]!.type));
     this.keys = orders.map(({ column, order }, k) => new KeyDigits(schema.fields[this.keyIndexes[k]!]!.type, chunks[k]!, order, column, this.decoded));
-    this.boundDigits = digitsOfBounds(this.keys, chunks, count);
+    this.boundDigits = rowDigitsOf(this.keys, chunks, count);
     assertAscending(this.boundDigits, this.keys.flatMap((key) => key.columns));
     this.rowDigits = this.keys.flatMap((key) => Array.from({ length: key.count }, () => new Int32Array(0)));
     this.below = boundsBelow(this.boundDigits, this.rowDigits.length, this.keys[0]!.firstDigitMax);
@@ -122,24 +122,6 @@ export class RangePartitioner implements Partitioner {
   }
 }
 
-/** Every bound's digits, bound j's at [j * digits, (j + 1) * digits). */
-function digitsOfBounds(keys: readonly KeyDigits[], chunks: readonly (readonly Data[])[], count: number): Int32Array {
-  const digits = keys.reduce((n, key) => n + key.count, 0);
-  const out = new Int32Array(count * digits);
-  const scratch = Array.from({ length: digits }, () => new Int32Array(count));
-  let first = 0;
-  keys.forEach((key, k) => {
-    let row = 0;
-    for (const chunk of chunks[k]!) {
-      key.digitsInto(chunk, scratch, first);
-      for (let d = first; d < first + key.count; d++) for (let i = 0; i < chunk.length; i++) out[(row + i) * digits + d] = scratch[d]![i]!;
-      row += chunk.length;
-    }
-    first += key.count;
-  });
-  return out;
-}
-
 /** Bounds must be strictly ascending in the keys' order, as Spark's are: equal or descending bounds are a mistake upstream. */
 function assertAscending(boundDigits: Int32Array, columns: readonly string[]): void {
   const keys = columns.length;
@@ -153,7 +135,8 @@ function assertAscending(boundDigits: Int32Array, columns: readonly string[]): v
   }
 }
 
-function keyOrderOf(key: string | RangeKey): { column: string; order: KeyOrder } {
+/** A key as its column and order, with Spark's defaults. */
+export function keyOrderOf(key: string | RangeKey): { column: string; order: KeyOrder } {
   if (typeof key === 'string') return { column: key, order: { descending: false, nullsFirst: true } };
   const descending = key.descending ?? false;
   return { column: key.column, order: { descending, nullsFirst: key.nullsFirst ?? !descending } };
