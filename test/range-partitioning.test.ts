@@ -221,27 +221,36 @@ function keyType(shape: number, picks: readonly number[]): DataType {
   return flat(0);
 }
 
+/** 1-3 keys: a type (keyType), an order (bit 0 descending, bit 1 the other null order) and how many distinct values. */
+const keySpecsArb = (maxCardinality: number) =>
+  fc.array(
+    fc.record({ shape: fc.nat({ max: 9 }), picks: fc.array(fc.nat(), { minLength: 2, maxLength: 2 }), order: fc.nat({ max: 3 }), cardinality: fc.integer({ min: 1, max: maxCardinality }) }),
+    { minLength: 1, maxLength: 3 },
+  );
+
+/** A batch of the keys' columns (k0, k1, ...) with repeated values, and the keys in their orders. */
+function keyedBatch(specs: readonly { shape: number; picks: number[]; order: number; cardinality: number }[], rows: number, nullRate: number, rng: Rng): { batch: RecordBatch; keys: RangeKey[] } {
+  const fields = specs.map((s, k) => new Field(`k${k}`, keyType(s.shape, s.picks), true));
+  const children = fields.map((f, k) =>
+    (f.type as DataType).typeId === Type.Dictionary
+      ? buildAny(f.type, rows, rng, { nullRate: nullRate / 2, dictionaryMode: 'new' })
+      : repeated(f.type, rows, nullRate, specs[k]!.cardinality, rng),
+  );
+  const keys: RangeKey[] = specs.map((s, k) => ({ column: `k${k}`, descending: (s.order & 1) === 1, ...((s.order & 2) === 2 ? { nullsFirst: (s.order & 1) === 1 } : {}) }));
+  return { batch: batchOf(new Schema(fields), children, rows), keys };
+}
+
 test('property (columns with repeated values): random key types (flat, struct, dictionary), orders, null rates, slices and partition counts', () => {
   fc.assert(
     fc.property(
-      fc.array(
-        fc.record({ shape: fc.nat({ max: 9 }), picks: fc.array(fc.nat(), { minLength: 2, maxLength: 2 }), order: fc.nat({ max: 3 }), cardinality: fc.integer({ min: 1, max: 20 }) }),
-        { minLength: 1, maxLength: 3 },
-      ),
+      keySpecsArb(20),
       fc.integer({ min: 1, max: 600 }),
       fc.constantFrom(0, 0.1, 0.5, 1),
       fc.integer({ min: 1, max: 300 }),
       fc.nat(),
       (specs, rows, nullRate, numPartitions, seed) => {
         const rng = new Rng(seed);
-        const fields = specs.map((s, k) => new Field(`k${k}`, keyType(s.shape, s.picks), true));
-        const children = fields.map((f, k) =>
-          (f.type as DataType).typeId === Type.Dictionary
-            ? buildAny(f.type, rows, rng, { nullRate: nullRate / 2, dictionaryMode: 'new' })
-            : repeated(f.type, rows, nullRate, specs[k]!.cardinality, rng),
-        );
-        const full = batchOf(new Schema(fields), children, rows);
-        const keys: RangeKey[] = specs.map((s, k) => ({ column: `k${k}`, descending: (s.order & 1) === 1, ...((s.order & 2) === 2 ? { nullsFirst: (s.order & 1) === 1 } : {}) }));
+        const { batch: full, keys } = keyedBatch(specs, rows, nullRate, rng);
         const bounds = boundsFrom([full], keys, numPartitions - 1, (n) => Array.from({ length: rng.int(0, 60) }, () => rng.int(0, n - 1)));
         const begin = rng.int(0, rows - 1);
         const batch = full.slice(begin, rng.int(begin, rows));
@@ -329,24 +338,13 @@ describe("rangeBoundsOf chooses bounds from a sample as Spark's determineBounds 
   test('property: for random key types (flat, struct, dictionary) and samples, the bounds are those the reference picks, and the partitioner takes them', () => {
     fc.assert(
       fc.property(
-        fc.array(
-          fc.record({ shape: fc.nat({ max: 9 }), picks: fc.array(fc.nat(), { minLength: 2, maxLength: 2 }), order: fc.nat({ max: 3 }), cardinality: fc.integer({ min: 1, max: 30 }) }),
-          { minLength: 1, maxLength: 3 },
-        ),
+        keySpecsArb(30),
         fc.integer({ min: 0, max: 400 }),
         fc.constantFrom(0, 0.2, 1),
         fc.integer({ min: 1, max: 300 }),
         fc.nat(),
         (specs, rows, nullRate, numPartitions, seed) => {
-          const rng = new Rng(seed);
-          const fields = specs.map((s, k) => new Field(`k${k}`, keyType(s.shape, s.picks), true));
-          const children = fields.map((f, k) =>
-            (f.type as DataType).typeId === Type.Dictionary
-              ? buildAny(f.type, rows, rng, { nullRate: nullRate / 2, dictionaryMode: 'new' })
-              : repeated(f.type, rows, nullRate, specs[k]!.cardinality, rng),
-          );
-          const sample = batchOf(new Schema(fields), children, rows);
-          const keys: RangeKey[] = specs.map((s, k) => ({ column: `k${k}`, descending: (s.order & 1) === 1, ...((s.order & 2) === 2 ? { nullsFirst: (s.order & 1) === 1 } : {}) }));
+          const { batch: sample, keys } = keyedBatch(specs, rows, nullRate, new Rng(seed));
           const bounds = rangeBoundsOf(sample, keys, numPartitions);
           expect(bounds.numRows).toBeLessThanOrEqual(numPartitions - 1);
           expect(canonicalTuples(referenceTuples(bounds, keys))).toEqual(canonicalTuples(referenceBounds(sample, keys, numPartitions)));
