@@ -44,10 +44,10 @@ const OPTIONS = {
 } as const;
 
 const PARTITIONING_KINDS = ['hash', 'range', 'round-robin', 'single'] as const;
+const DICTIONARY_UPDATES = ['delta', 'replacement'] as const;
 
 /** The partitioning as the command line gives it: a range partitioning's bounds are a file until they are read. */
 type CliPartitioning = Exclude<Partitioning, { kind: 'range' }> | { kind: 'range'; keys: RangeKey[]; bounds: string };
-const DICTIONARY_UPDATES = ['delta', 'replacement'] as const;
 
 interface WriteArgs {
   input: string;

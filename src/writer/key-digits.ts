@@ -1,6 +1,6 @@
 import { Field, Struct, Type, type Data, type DataType, type Dictionary } from 'apache-arrow';
 import type { DecodedDictionaries } from './key-hash.js';
-import { assertOrderableKey, KeyRanks, type KeyOrder } from './key-ranks.js';
+import { assertOrderableKey, fillNulls, KeyRanks, type KeyOrder } from './key-ranks.js';
 
 /**
  * One range-partitioning key column as the integers ("digits") its rows
@@ -95,7 +95,7 @@ function digitInto(digit: Digit, column: Data, out: Int32Array, decoded: Decoded
   for (const i of digit.path) data = data.children[i]!;
   if (digit.kind === 'struct') {
     out.fill(0, 0, data.length);
-    nullsInto(data, digit.nullRank, out);
+    fillNulls(data, digit.nullRank, out);
   } else if ((data.type as DataType).typeId === Type.Dictionary) {
     // a null index is a null key; a valid index may point at a null value
     digit.ranks.ranksInto(decoded.decode(data), out);
@@ -106,17 +106,8 @@ function digitInto(digit: Digit, column: Data, out: Int32Array, decoded: Decoded
   // below a null struct the digit is a constant
   let ancestor = column;
   for (const i of digit.path) {
-    nullsInto(ancestor, UNDER_NULL, out);
+    fillNulls(ancestor, UNDER_NULL, out);
     ancestor = ancestor.children[i]!;
-  }
-}
-
-/** out[i] = value wherever row i of `data` is null. */
-function nullsInto(data: Data, value: number, out: Int32Array): void {
-  const bitmap = data.nullBitmap as Uint8Array | null | undefined;
-  if (data.nullCount === 0 || bitmap === null || bitmap === undefined || bitmap.byteLength === 0) return;
-  for (let i = 0, bit = data.offset, n = data.length; i < n; i++, bit++) {
-    if (((bitmap[bit >>> 3]! >>> (bit & 7)) & 1) === 0) out[i] = value;
   }
 }
 

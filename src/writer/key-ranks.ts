@@ -74,16 +74,20 @@ export class KeyRanks {
 
   /** out[i] = the rank of null wherever row i of `data` (any type, of out's rows) is null. */
   nullsInto(data: Data, out: Int32Array): void {
-    const bitmap = data.nullBitmap as Uint8Array | null | undefined;
-    if (data.nullCount === 0 || bitmap === null || bitmap === undefined || bitmap.byteLength === 0) return;
-    const nullRank = this.nullRank;
-    for (let i = 0, bit = data.offset, n = data.length; i < n; i++, bit++) {
-      if (((bitmap[bit >>> 3]! >>> (bit & 7)) & 1) === 0) out[i] = nullRank;
-    }
+    fillNulls(data, this.nullRank, out);
   }
 
   private get nullRank(): number {
     return this.order.nullsFirst ? -1 : 2 * this.values.count + 1;
+  }
+}
+
+/** out[i] = value wherever row i of `data` is null. */
+export function fillNulls(data: Data, value: number, out: Int32Array): void {
+  const bitmap = data.nullBitmap as Uint8Array | null | undefined;
+  if (data.nullCount === 0 || bitmap === null || bitmap === undefined || bitmap.byteLength === 0) return;
+  for (let i = 0, bit = data.offset, n = data.length; i < n; i++, bit++) {
+    if (((bitmap[bit >>> 3]! >>> (bit & 7)) & 1) === 0) out[i] = value;
   }
 }
 

@@ -1,5 +1,6 @@
 import { Type, type Data, type RecordBatch, type Schema } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
+import { columnIndex } from './column-index.js';
 import { DecodedDictionaries, assertHashableKey, hashKeyInto } from './key-hash.js';
 import { SPARK_HASH_SEED } from './murmur3.js';
 import { RangePartitioner, type RangeBounds, type RangeKey } from './range-partitioner.js';
@@ -48,16 +49,6 @@ export function createPartitioner(partitioning: Partitioning, schema: Schema, nu
     default:
       throw new ShuffleError('CS_INVALID_ARGUMENT', `unknown partitioning ${JSON.stringify(partitioning)}`);
   }
-}
-
-/** Index of a named column, or CS_UNKNOWN_COLUMN listing the columns there are. */
-export function columnIndex(schema: Schema, name: string): number {
-  const index = schema.fields.findIndex((f) => f.name === name);
-  if (index < 0) {
-    const names = schema.fields.map((f) => f.name).join(', ');
-    throw new ShuffleError('CS_UNKNOWN_COLUMN', `no column "${name}" in the input (columns: ${names})`, { column: name });
-  }
-  return index;
 }
 
 class HashPartitioner implements Partitioner {

@@ -1,5 +1,6 @@
 import { RecordBatch, Table, tableFromIPC, type Data, type DataType, type Schema } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
+import { columnIndex } from './column-index.js';
 import { DecodedDictionaries } from './key-hash.js';
 import { KeyDigits, rowDigitsOf, valueTypeOf } from './key-digits.js';
 import type { KeyOrder } from './key-ranks.js';
@@ -67,11 +68,7 @@ export class RangePartitioner implements Partitioner {
   constructor(schema: Schema, keys: readonly (string | RangeKey)[], bounds: RangeBounds, numPartitions: number) {
     if (keys.length === 0) throw new ShuffleError('CS_INVALID_ARGUMENT', 'range partitioning needs at least one key column');
     const orders = keys.map(keyOrderOf);
-    this.keyIndexes = orders.map(({ column }) => {
-      const index = schema.fields.findIndex((f) => f.name === column);
-      if (index < 0) throw new ShuffleError('CS_UNKNOWN_COLUMN', `no column "${column}" in the input (columns: ${schema.fields.map((f) => f.name).join(', ')})`, { column });
-      return index;
-    });
+    this.keyIndexes = orders.map(({ column }) => columnIndex(schema, column));
     const table = boundsTable(bounds);
     const count = table.numRows;
     if (count > numPartitions - 1) {
