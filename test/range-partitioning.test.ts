@@ -155,16 +155,46 @@ describe("Spark's order of special values", () => {
     expect(partitionIds(input, ['x'], bounds, 4)).toEqual([0, 0, 1, 2, 3, 1]);
   });
 
+  /** A one-column batch `x` of decimals of `bitWidth` bits holding `values` (two's complement words, the lowest first). */
+  function decimals(bitWidth: 128 | 256, values: readonly bigint[]): RecordBatch {
+    const type = new Decimal(2, bitWidth === 128 ? 38 : 76, bitWidth);
+    const width = bitWidth / 32;
+    const words = values.flatMap((v) => {
+      const u = BigInt.asUintN(bitWidth, v);
+      return Array.from({ length: width }, (_, w) => Number((u >> BigInt(32 * w)) & 0xffffffffn));
+    });
+    return batchOf(new Schema([new Field('x', type, false)]), [makeData({ type, length: values.length, nullCount: 0, data: Uint32Array.from(words) })], values.length);
+  }
+
   test('decimals compare by their signed value across all words', () => {
-    const type = new Decimal(2, 38, 128);
-    const words = (v: bigint) => {
-      const u = BigInt.asUintN(128, v);
-      return [0, 1, 2, 3].map((w) => Number((u >> BigInt(32 * w)) & 0xffffffffn));
-    };
-    const column = (values: bigint[]) => makeData({ type, length: values.length, nullCount: 0, data: Uint32Array.from(values.flatMap(words)) });
-    const batch = batchOf(new Schema([new Field('x', type, false)]), [column([-(2n ** 100n), -1n, 0n, 2n ** 96n, 2n ** 32n])], 5);
-    const bounds = new Table({ x: new RecordBatch(new Schema([new Field('x', type, false)]), makeData({ type: new Struct([new Field('x', type, false)]), length: 2, nullCount: 0, children: [column([-1n, 2n ** 32n])] })).getChild('x')! });
-    expect(partitionIds(batch, ['x'], bounds, 3)).toEqual([0, 0, 1, 2, 1]);
+    const batch = decimals(128, [-(2n ** 100n), -1n, 0n, 2n ** 96n, 2n ** 32n]);
+    expect(partitionIds(batch, ['x'], new Table(decimals(128, [-1n, 2n ** 32n])), 3)).toEqual([0, 0, 1, 2, 1]);
+  });
+
+  // With four bounds or more, a row is looked up in a bucket of a monotone double approximation of its value: its low
+  // 64 bits when every bound fits them (values beyond them clamped past the bounds), its top 64 bits otherwise.
+  test.each([128, 256] as const)('decimal%s bounds within 64 bits: rows beyond them, below them and one apart above 2^53 land by their exact value', (bitWidth) => {
+    const big = 2n ** 60n;
+    const bounds = decimals(bitWidth, [-big, -1n, 0n, big, big + 1n, big + 3n]);
+    const rows = [-(2n ** 100n), -(2n ** 63n) - 1n, -(2n ** 63n), -big - 1n, -big, -5n, -1n, 0n, 7n, big - 1n, big, big + 1n, big + 2n, big + 3n, big + 4n, 2n ** 63n - 1n, 2n ** 63n, 2n ** 64n, 2n ** 100n];
+    const input = decimals(bitWidth, rows);
+    const expected = new ReferenceRange(['x'], new Table(bounds)).partitionsOf(input);
+    expect(expected).toEqual([0, 0, 0, 0, 0, 1, 1, 2, 3, 3, 3, 4, 5, 5, 6, 6, 6, 6, 6]);
+    expect(partitionIds(input, ['x'], new Table(bounds), 8)).toEqual(expected);
+    const descending = new Table(decimals(bitWidth, [big + 3n, big + 1n, big, 0n, -1n, -big]));
+    const expectedDescending = new ReferenceRange([{ column: 'x', descending: true }], descending).partitionsOf(input);
+    expect(expectedDescending).toEqual([6, 6, 6, 6, 5, 5, 4, 3, 3, 3, 2, 1, 1, 0, 0, 0, 0, 0, 0]);
+    expect(partitionIds(input, [{ column: 'x', descending: true }], descending, 8)).toEqual(expectedDescending);
+  });
+
+  test.each([128, 256] as const)('decimal%s bounds beyond 64 bits: values tied in their top 64 bits are told apart within a bucket', (bitWidth) => {
+    const top = bitWidth === 128 ? 2n ** 64n : 2n ** 192n; // the values the top 64 bits tell apart are multiples of this
+    const bounds = decimals(bitWidth, [-(top * 5n), -1n, 0n, 1n, top, top + 1n, top * 7n]);
+    const rows = [-(top * 6n), -(top * 5n) - 1n, -(top * 5n), -(top * 5n) + 1n, -2n, -1n, 0n, 1n, 2n, top - 1n, top, top + 1n, top + 2n, top * 7n - 1n, top * 7n, top * 7n + 1n];
+    const input = decimals(bitWidth, rows);
+    const expected = new ReferenceRange(['x'], new Table(bounds)).partitionsOf(input);
+    expect(expected).toEqual([0, 0, 0, 1, 1, 1, 2, 3, 4, 4, 4, 5, 6, 6, 6, 7]);
+    expect(partitionIds(input, ['x'], new Table(bounds), 8)).toEqual(expected);
   });
 });
 
