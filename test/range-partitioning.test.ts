@@ -239,7 +239,7 @@ describe('every orderable type against the reference, ascending and descending, 
 
 const ORDERABLE = TYPE_CASES.filter((c) => c.hashable);
 
-/** A key type: mostly flat, sometimes a struct of keys (possibly nested) or a dictionary of a flat type. */
+/** A key type: mostly flat, sometimes a struct of keys (possibly nested) or a dictionary of a flat type or of a struct. */
 function keyType(shape: number, picks: readonly number[]): DataType {
   const flat = (k: number) => ORDERABLE[picks[k % picks.length]! % ORDERABLE.length]!.make();
   if (shape === 7) return new Struct([new Field('a', flat(0), true), new Field('b', flat(1), true)]);
@@ -248,13 +248,14 @@ function keyType(shape: number, picks: readonly number[]): DataType {
     const values = flat(0);
     return new Dictionary(values.typeId === Type.Null ? new Utf8() : values, new Int32());
   }
+  if (shape === 10) return new Dictionary(new Struct([new Field('a', flat(0), true), new Field('b', flat(1), true)]), new Int32());
   return flat(0);
 }
 
 /** 1-3 keys: a type (keyType), an order (bit 0 descending, bit 1 the other null order) and how many distinct values. */
 const keySpecsArb = (maxCardinality: number) =>
   fc.array(
-    fc.record({ shape: fc.nat({ max: 9 }), picks: fc.array(fc.nat(), { minLength: 2, maxLength: 2 }), order: fc.nat({ max: 3 }), cardinality: fc.integer({ min: 1, max: maxCardinality }) }),
+    fc.record({ shape: fc.nat({ max: 10 }), picks: fc.array(fc.nat(), { minLength: 2, maxLength: 2 }), order: fc.nat({ max: 3 }), cardinality: fc.integer({ min: 1, max: maxCardinality }) }),
     { minLength: 1, maxLength: 3 },
   );
 
@@ -314,6 +315,28 @@ describe('struct keys compare as Spark compares structs', () => {
     const bounds = new Table({ s: new Vector([structs([[5, 'x'], [1, 'x']])]) });
     // (6,null) > (5,x) > (5,null) > (1,y) > (1,x) > (1,null) > (0,z) > (null,a); null struct last
     expect(partitionIds(batch, [{ column: 's', descending: true }], bounds, 3)).toEqual([2, 2, 2, 1, 1, 1, 0, 0, 2]);
+  });
+
+  test('a dictionary of structs is the struct its index points at, a null index a null struct; bounds of the struct or of the dictionary alike', () => {
+    const dictionaryType = new Dictionary(type, new Int32());
+    // value 1 is a null struct with garbage fields (77, "garbage 77")
+    const values = new Vector([structs([[1, 'x'], null, [5, 'x'], [0, 'z'], [5, null]])]);
+    // rows (0,z), (1,x), null struct, (5,x), (5,null), null index (its slot points at (5,x)), (1,x)
+    const indices = Int32Array.of(3, 0, 1, 2, 4, 2, 0);
+    const column = makeData({ type: dictionaryType, length: 7, nullCount: 1, nullBitmap: Uint8Array.of(0b1011111), data: indices, dictionary: values });
+    const rows = batchOf(new Schema([new Field('s', dictionaryType, true)]), [column], 7);
+    const ascending = [[1, 'x'], [5, 'x']] as [number, string][];
+    const descending = [[5, 'x'], [1, 'x']] as [number, string][];
+    const encoded = (pairs: [number, string][]) => new Table({ s: new Vector([makeData({ type: dictionaryType, length: pairs.length, nullCount: 0, data: Int32Array.from(pairs, (_, i) => i), dictionary: new Vector([structs(pairs)]) })]) });
+    for (const bounds of [new Table({ s: new Vector([structs(ascending)]) }), encoded(ascending)]) {
+      expect(new ReferenceRange(['s'], bounds).partitionsOf(rows)).toEqual([0, 0, 0, 1, 1, 0, 0]);
+      expect(partitionIds(rows, ['s'], bounds, 3)).toEqual([0, 0, 0, 1, 1, 0, 0]);
+    }
+    // descending: (5,x) > (5,null) > (1,x) > (0,z), null structs last
+    for (const bounds of [new Table({ s: new Vector([structs(descending)]) }), encoded(descending)]) {
+      expect(new ReferenceRange([{ column: 's', descending: true }], bounds).partitionsOf(rows)).toEqual([2, 1, 2, 0, 1, 2, 1]);
+      expect(partitionIds(rows, [{ column: 's', descending: true }], bounds, 3)).toEqual([2, 1, 2, 0, 1, 2, 1]);
+    }
   });
 
   test('a null struct bound equals every null struct row, whatever the fields under it hold', () => {
@@ -439,10 +462,10 @@ describe('bad keys and bounds are refused, saying what is wrong', () => {
     refused(create({ kind: 'range', keys: [{ column: 'k', descending: true }], bounds }), 'CS_INVALID_ARGUMENT', /bound 1 sorts before bound 0/);
   });
 
-  test('key types without an order: lists, day-time intervals, a struct with a list field', () => {
+  test('key types without an order: lists, day-time intervals, a struct with a list field, a dictionary of such structs', () => {
     const list = new List(new Field('item', new Int32(), true));
     const struct = new Struct([new Field('a', new Int32(), true), new Field('b', list, true)]);
-    for (const type of [list, struct, new IntervalDayTime()]) {
+    for (const type of [list, struct, new IntervalDayTime(), new Dictionary(struct, new Int32())]) {
       const schema = new Schema([new Field('x', type, true)]);
       refused(create({ kind: 'range', keys: ['x'], bounds: new Table(schema) }, 3, schema), 'CS_UNSUPPORTED_KEY_TYPE', /cannot be a range partitioning key/);
     }

@@ -18,6 +18,8 @@ import { assertOrderableKey, fillNulls, KeyRanks, type KeyOrder } from './key-ra
  * equal, whatever their fields hold. Worked example, key struct<a: int32,
  * b: utf8> ascending, bound values a in {1, 5}, b in {"x"}: the row {a: 5,
  * b: null} has digits [0, 3, -1], a null row [-1, UNDER_NULL, UNDER_NULL].
+ * A dictionary of structs is the struct its index points at (a null index a
+ * null struct): its digits are the struct's, taken from the decoded rows.
  */
 export class KeyDigits {
   private readonly digits: Digit[];
@@ -41,7 +43,13 @@ export class KeyDigits {
 
   /** out[first + d][i] = digit d of row i of `column` (this key's column of a batch, or a chunk of its bounds). */
   digitsInto(column: Data, out: Int32Array[], first: number): void {
-    this.digits.forEach((digit, d) => digitInto(digit, column, out[first + d]!, this.decoded));
+    const decodedHere = new Map<Data, Data>(); // a dictionary of structs is decoded once for all its digits
+    const decode = (data: Data) => {
+      let values = decodedHere.get(data);
+      if (values === undefined) decodedHere.set(data, (values = this.decoded.decode(data)));
+      return values;
+    };
+    this.digits.forEach((digit, d) => digitInto(digit, column, out[first + d]!, decode));
   }
 }
 
@@ -69,11 +77,15 @@ export function rowDigitsOf(keys: readonly KeyDigits[], chunks: readonly (readon
 /** The digit of rows below a null struct. */
 export const UNDER_NULL = -2;
 
+/** A step of a digit's path: decode the dictionary there (a dictionary of structs); other steps are child indices. */
+const DECODE = -1;
+
 type Digit =
   | { kind: 'struct'; path: number[]; column: string; nullRank: number }
   | { kind: 'value'; path: number[]; column: string; ranks: KeyRanks };
 
 function digitsOf(type: DataType, path: number[], order: KeyOrder, boundChunks: readonly Data[], column: string, decoded: DecodedDictionaries): Digit[] {
+  const decodedChunks = () => boundChunks.map((chunk) => ((chunk.type as DataType).typeId === Type.Dictionary ? decoded.decode(chunk) : chunk));
   if (type.typeId === Type.Struct) {
     // the fields compare ascending with nulls first, the whole reversed for a descending key
     const fieldOrder: KeyOrder = { descending: order.descending, nullsFirst: !order.descending };
@@ -84,31 +96,50 @@ function digitsOf(type: DataType, path: number[], order: KeyOrder, boundChunks: 
       ),
     ];
   }
+  if (type.typeId === Type.Dictionary && (type as Dictionary).dictionary.typeId === Type.Struct) {
+    // bounds may hold the struct itself or a dictionary of it; rows decoded with a null index are made null in digitInto
+    return digitsOf((type as Dictionary).dictionary, [...path, DECODE], order, decodedChunks(), column, decoded);
+  }
   const valueType = type.typeId === Type.Dictionary ? (type as Dictionary).dictionary : type;
   assertOrderableKey(valueType, column);
-  const values = boundChunks.map((chunk) => ((chunk.type as DataType).typeId === Type.Dictionary ? decoded.decode(chunk) : chunk));
-  return [{ kind: 'value', path, column, ranks: new KeyRanks(valueType, values, order) }];
+  return [{ kind: 'value', path, column, ranks: new KeyRanks(valueType, decodedChunks(), order) }];
 }
 
-function digitInto(digit: Digit, column: Data, out: Int32Array, decoded: DecodedDictionaries): void {
+/**
+ * out[i] = the digit of row i. The path leads from the key column to the
+ * digit's own column through levels: a struct field starts a level, a
+ * dictionary decoded stays on it (its null index is the decoded row's null).
+ * The digit's own level gives its null rank (a struct's level holds the
+ * dictionary and the struct decoded from it); a null on any level above
+ * makes it UNDER_NULL.
+ */
+function digitInto(digit: Digit, column: Data, out: Int32Array, decode: (dictionary: Data) => Data): void {
   let data = column;
-  for (const i of digit.path) data = data.children[i]!;
+  let level: Data[] = [column];
+  const above: Data[] = [];
+  for (const step of digit.path) {
+    if (step === DECODE) {
+      if ((data.type as DataType).typeId !== Type.Dictionary) continue; // bounds given as the struct itself
+      data = decode(data);
+      level.push(data);
+    } else {
+      above.push(...level);
+      data = data.children[step]!;
+      level = [data];
+    }
+  }
   if (digit.kind === 'struct') {
     out.fill(0, 0, data.length);
-    fillNulls(data, digit.nullRank, out);
+    for (const nulls of level) fillNulls(nulls, digit.nullRank, out);
   } else if ((data.type as DataType).typeId === Type.Dictionary) {
-    // a null index is a null key; a valid index may point at a null value
-    digit.ranks.ranksInto(decoded.decode(data), out);
+    // a flat dictionary: a null index is a null key; a valid index may point at a null value
+    digit.ranks.ranksInto(decode(data), out);
     digit.ranks.nullsInto(data, out);
   } else {
     digit.ranks.ranksInto(data, out);
   }
   // below a null struct the digit is a constant
-  let ancestor = column;
-  for (const i of digit.path) {
-    fillNulls(ancestor, UNDER_NULL, out);
-    ancestor = ancestor.children[i]!;
-  }
+  for (const nulls of above) fillNulls(nulls, UNDER_NULL, out);
 }
 
 /** `type` with every dictionary replaced by its values' type (what bounds for it may hold instead). */

@@ -98,7 +98,7 @@ export function assertOrderableKey(type: DataType, column: string): void {
     throw new ShuffleError(
       'CS_UNSUPPORTED_KEY_TYPE',
       `type ${String(type)} cannot be a range partitioning key (keys are null, boolean, integer, floating-point, decimal, date, time, ` +
-        'timestamp, duration, year-month interval, string and binary columns, dictionaries of those, and structs of keys)',
+        'timestamp, duration, year-month interval, string and binary columns, and dictionaries and structs of keys)',
       { column },
     );
   }
