@@ -30,6 +30,7 @@ import {
   Type,
   Uint64,
   Utf8,
+  Utf8View,
   Vector,
   makeData,
   tableToIPC,
@@ -365,6 +366,17 @@ describe("rangeBoundsOf chooses bounds from a sample as Spark's determineBounds 
   test('the worked example: rows 1..10 into 4 partitions give 3, 5, 8', () => {
     const bounds = rangeBoundsOf(ints([7, 3, 10, 1, 5, 2, 9, 4, 8, 6]), ['x'], 4);
     expect([...bounds.getChild('x')!]).toEqual([3, 5, 8]);
+  });
+
+  test('the bounds are copies: they keep none of the sample\'s buffers alive (long strings and views included)', () => {
+    const words = Array.from({ length: 1000 }, (_, i) => `a key long enough not to be inline, number ${String(i).padStart(4, '0')}`);
+    const sample = new Table({ s: vectorFromArray(words, new Utf8()), v: vectorFromArray(words, new Utf8View()), n: vectorFromArray(words.map((_, i) => i), new Int32()) });
+    const bounds = rangeBoundsOf(sample, ['v', 's', 'n'], 10);
+    expect([...bounds.getChild('v')!]).toEqual(words.filter((_, i) => i % 100 === 99).slice(0, 9));
+    const sampleBuffers = new Set(sample.data.flatMap((d) => d.children.flatMap((c) => [c.values.buffer, ...c.variadicBuffers.map((b) => b.buffer)])));
+    const boundBuffers = bounds.data.flatMap((d) => d.children.flatMap((c) => [c.values.buffer, ...c.variadicBuffers.map((b) => b.buffer)]));
+    expect(boundBuffers.filter((b) => sampleBuffers.has(b))).toEqual([]);
+    expect(new Set(boundBuffers.map((b) => b.byteLength)).size === 1 && boundBuffers[0]!.byteLength < 20_000, 'the bounds share one small buffer').toBe(true);
   });
 
   test('a bound equal to the one before is skipped; fewer distinct keys give fewer bounds; one partition none', () => {

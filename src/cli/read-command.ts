@@ -2,9 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { open, rename, rm } from 'node:fs/promises';
 import { Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { Table, tableToIPC, type RecordBatch, type Schema } from 'apache-arrow';
+import type { RecordBatch, Schema } from 'apache-arrow';
 import { ioError } from '../errors.js';
 import { encodeSchemaMessage, END_OF_STREAM } from '../format/ipc-message.js';
+import { tableToIpcStream } from '../format/table-to-ipc.js';
 import { ShuffleReader } from '../reader/shuffle-reader.js';
 import { integerOption, parseCommandArgs, requiredOption, requiredPositional, stringOption, UsageError } from './args.js';
 import { bytes, count, EXIT_OK, plural, isTTY, throwIfInterrupted, writeLine, type CliContext } from './context.js';
@@ -80,7 +81,7 @@ async function* ipcStream(
 
 /** arrow-js encodes the batch as a whole stream (schema, batch, EOS); keep what lies between. */
 function batchMessages(batch: RecordBatch): Uint8Array {
-  const whole = tableToIPC(new Table(batch), 'stream');
+  const whole = tableToIpcStream(batch);
   const frame = frameOf(whole.subarray(0, 8));
   if (frame.kind !== 'message') throw new Error('arrow-js wrote a stream without a schema message');
   return whole.subarray(frame.prefixLength + frame.metadataLength, whole.byteLength - END_OF_STREAM.byteLength);

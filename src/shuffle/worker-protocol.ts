@@ -1,6 +1,7 @@
-import { RecordBatch, Table, tableToIPC } from 'apache-arrow';
+import type { RecordBatch } from 'apache-arrow';
 import type { SerializedError } from '../errors.js';
 import type { CodecName } from '../format/codec.js';
+import { tableToIpcStream } from '../format/table-to-ipc.js';
 import type { DictionaryUpdates } from '../writer/dictionary-tracker.js';
 import type { Partitioning } from '../writer/partitioner.js';
 import type { WriterChoice } from '../writer-kind.js';
@@ -87,7 +88,7 @@ export function writerSpecOf(spec: MapTaskWriterSpec): MapTaskWriterSpec {
 function cloneablePartitioning(partitioning: Partitioning): Partitioning {
   if (partitioning.kind !== 'range' || partitioning.bounds instanceof Uint8Array) return partitioning;
   const { bounds } = partitioning;
-  return { ...partitioning, bounds: tableToIPC(bounds instanceof RecordBatch ? new Table(bounds) : bounds, 'stream') };
+  return { ...partitioning, bounds: tableToIpcStream(bounds) };
 }
 
 /** The structured-clone form of a MapTaskSpec. */

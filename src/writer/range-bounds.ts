@@ -1,5 +1,6 @@
-import { RecordBatch, Schema, Table, Vector, type Data, type DataType } from 'apache-arrow';
+import { RecordBatch, Schema, Table, Vector, tableFromIPC, type Data, type DataType } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
+import { tableToIpcStream } from '../format/table-to-ipc.js';
 import { DecodedDictionaries } from './key-hash.js';
 import { KeyDigits, rowDigitsOf } from './key-digits.js';
 import { keyOrderOf, type RangeKey } from './range-partitioner.js';
@@ -19,8 +20,9 @@ import { keyOrderOf, type RangeKey } from './range-partitioner.js';
  * distinct keys gives fewer bounds (the last partitions then stay empty).
  *
  * The result is a Table of the key columns (each once), one row per bound,
- * the sample's own values (one-row slices of it: every type as it is), to
- * pass as `bounds` of `{ kind: 'range' }` with the same keys.
+ * the sample's own values (every type as it is, copied: the bounds do not
+ * keep the sample alive), to pass as `bounds` of `{ kind: 'range' }` with
+ * the same keys.
  */
 export function rangeBoundsOf(sample: Table | RecordBatch, keys: readonly (string | RangeKey)[], numPartitions: number): Table {
   if (keys.length === 0) throw new ShuffleError('CS_INVALID_ARGUMENT', 'range partitioning needs at least one key column');
@@ -65,7 +67,9 @@ export function rangeBoundsOf(sample: Table | RecordBatch, keys: readonly (strin
     const names = new Set(orders.map((o) => o.column));
     return new Table(new Schema(table.schema.fields.filter((f) => names.has(f.name))));
   }
-  return new Table(Object.fromEntries(orders.map(({ column }, k) => [column, new Vector(rowsOf(columns[k]!.chunks, chosen))])));
+  const slices = new Table(Object.fromEntries(orders.map(({ column }, k) => [column, new Vector(rowsOf(columns[k]!.chunks, chosen))])));
+  // copied out through an IPC stream: a one-row slice keeps its chunk's whole buffers, the sample's, alive
+  return tableFromIPC(tableToIpcStream(slices));
 }
 
 /** One-row slices of the chunks at the given rows of their concatenation. */

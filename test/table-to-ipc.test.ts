@@ -1,0 +1,120 @@
+/**
+ * tableToIpcStream (src/format/table-to-ipc.ts) writes any table as an IPC
+ * stream that reads back to the same values, sliced view columns included,
+ * which arrow-js 21.2.0's own tableToIPC writes wrong. The map-task worker
+ * protocol sends range bounds through it, and rangeBoundsOf copies its bounds
+ * out of the sample through it.
+ */
+import {
+  BinaryView,
+  Dictionary,
+  Field,
+  Int32,
+  List,
+  RecordBatch,
+  Schema,
+  Struct,
+  Table,
+  Utf8View,
+  Vector,
+  makeData,
+  tableFromIPC,
+  tableToIPC,
+  vectorFromArray,
+  type Data,
+} from 'apache-arrow';
+import { describe, expect, test } from 'vitest';
+import { tableToIpcStream } from '../src/format/table-to-ipc.js';
+import { writerSpecOf } from '../src/shuffle/worker-protocol.js';
+
+const STRINGS = ['short', 'a value longer than twelve bytes', null, 'x', 'another value over twelve bytes', '', null, 'twelve bytes', 'thirteen byte'];
+const views = vectorFromArray(STRINGS, new Utf8View());
+const valuesOf = (table: Table, column: string) => [...table.getChild(column)!].map((v) => (v instanceof Uint8Array ? [...v] : v));
+
+describe('sliced view columns', () => {
+  test("arrow-js's own tableToIPC writes them wrong (the trap this works around)", () => {
+    expect(() => [...tableFromIPC(tableToIPC(new Table({ s: views.slice(1, 2) }), 'stream')).getChild('s')!]).toThrow(/too short/);
+  });
+
+  test('every slice of a Utf8View column, nulls and long values included, reads back as it was', () => {
+    for (let start = 0; start < STRINGS.length; start++) {
+      for (let end = start; end <= STRINGS.length; end++) {
+        const table = tableFromIPC(tableToIpcStream(new Table({ s: views.slice(start, end) })));
+        expect(valuesOf(table, 's'), `rows [${start}, ${end})`).toEqual(STRINGS.slice(start, end));
+      }
+    }
+  });
+
+  test("a slice carries only its own long values, not the column's whole variadic buffers", () => {
+    const long = Array.from({ length: 2000 }, (_, i) => `a value long enough to leave its view, ${i}`);
+    const column = vectorFromArray(long, new Utf8View());
+    const whole = tableToIpcStream(new Table({ s: column })).byteLength;
+    const one = tableFromIPC(tableToIpcStream(new Table({ s: column.slice(1500, 1501) })));
+    expect(whole).toBeGreaterThan(80_000);
+    expect(tableToIpcStream(new Table({ s: column.slice(1500, 1501) })).byteLength).toBeLessThan(1000);
+    expect([...one.getChild('s')!]).toEqual([long[1500]]);
+  });
+
+  test('a view pointing outside its buffers is refused with CS_INVALID_ARGUMENT naming the row', () => {
+    const views = new Uint8Array(32);
+    const at = new DataView(views.buffer);
+    at.setInt32(0, 3, true); // row 0: "abc" inline
+    views.set([97, 98, 99], 4);
+    at.setInt32(16, 20, true); // row 1: 20 bytes at offset 100 of buffer 0, which has 30
+    at.setInt32(24, 0, true);
+    at.setInt32(28, 100, true);
+    const column = makeData({ type: new Utf8View(), length: 2, nullCount: 0, views, variadicBuffers: [new Uint8Array(30)] });
+    const error = (() => {
+      try {
+        tableToIpcStream(new Table({ s: new Vector([column]).slice(1, 2) }));
+      } catch (e) {
+        return e as { code?: string; message: string };
+      }
+      return null;
+    })();
+    expect(error?.code).toBe('CS_INVALID_ARGUMENT');
+    expect(error?.message).toMatch(/the view of row 0 of a Utf8View column points outside its 1 variadic buffers/);
+  });
+
+  test('a BinaryView column sliced inside a struct, and a list of views whose offsets do not start at 0', () => {
+    const bytes = STRINGS.map((s) => (s === null ? null : new TextEncoder().encode(s)));
+    const binary = vectorFromArray(bytes, new BinaryView()).data[0]!;
+    const structType = new Struct([new Field('b', new BinaryView(), true)]);
+    const struct = makeData({ type: structType, length: bytes.length, nullCount: 0, children: [binary] });
+    const listType = new List(new Field('item', new Utf8View(), true));
+    const lists = vectorFromArray([['a value longer than twelve bytes', 'x'], null, ['another value over twelve bytes']], listType);
+    const table = new Table({ t: new Vector([struct]).slice(3, 8) });
+    const read = tableFromIPC(tableToIpcStream(table));
+    expect([...read.getChild('t')!].map((row) => [...(row!.b as Uint8Array | null ?? [])])).toEqual(bytes.slice(3, 8).map((b) => [...(b ?? [])]));
+    const readLists = tableFromIPC(tableToIpcStream(new Table({ l: lists.slice(2, 3) })));
+    expect([...readLists.getChild('l')!].map((row) => (row === null ? null : [...row]))).toEqual([['another value over twelve bytes']]);
+  });
+
+  test('a dictionary of sliced views is rebuilt once for all the batches that share it', () => {
+    const type = new Dictionary(new Utf8View(), new Int32());
+    const dictionary = new Vector([vectorFromArray(['short', 'a value longer than twelve bytes', 'another value over twelve bytes', 'x'], new Utf8View()).data[0]!.slice(1, 2)]);
+    const column = (indices: number[]) => makeData({ type, length: indices.length, nullCount: 0, data: Int32Array.from(indices), dictionary }) as Data<Dictionary>;
+    const schema = new Schema([new Field('d', type, false)]);
+    const batch = (indices: number[]) => new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: indices.length, nullCount: 0, children: [column(indices)] }));
+    const bytes = tableToIpcStream(new Table([batch([0, 1]), batch([1, 1, 0])]));
+    const [first, second] = ['a value longer than twelve bytes', 'another value over twelve bytes'];
+    expect([...tableFromIPC(bytes).getChild('d')!]).toEqual([first, second, second, second, first]);
+    // one dictionary message: the batches still share the dictionary
+    expect(Buffer.from(bytes).toString('latin1').split('a value longer than twelve bytes').length - 1).toBe(1);
+  });
+});
+
+test('a table without sliced views is written exactly as arrow-js writes it', () => {
+  const table = new Table({ s: views, i: vectorFromArray([1, 2, 3, 4, 5, 6, 7, 8, 9], new Int32()).slice(0, 9) });
+  expect(Buffer.from(tableToIpcStream(table)).equals(Buffer.from(tableToIPC(table, 'stream')))).toBe(true);
+  const sliced = new Table({ i: vectorFromArray([1, 2, 3, 4], new Int32()).slice(1, 2) });
+  expect(Buffer.from(tableToIpcStream(sliced)).equals(Buffer.from(tableToIPC(sliced, 'stream')))).toBe(true);
+});
+
+test('a map task spec sends range bounds of sliced view columns as IPC bytes that read back to the same bounds', () => {
+  const bounds = new Table({ key: views.slice(1, 2) }).concat(new Table({ key: views.slice(4, 5) }));
+  const spec = writerSpecOf({ dir: '/tmp', id: { shuffleId: 0, mapId: 0, attempt: 0 }, numPartitions: 3, partitioning: { kind: 'range', keys: ['key'], bounds } });
+  const sent = spec.partitioning!;
+  expect(sent.kind === 'range' && sent.bounds instanceof Uint8Array).toBe(true);
+  expect(valuesOf(tableFromIPC((sent as { bounds: Uint8Array }).bounds), 'key')).toEqual(['a value longer than twelve bytes', 'another value over twelve bytes']);
+});
