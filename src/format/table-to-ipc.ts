@@ -33,15 +33,15 @@ export function tableToIpcStream(data: Table | RecordBatch): Uint8Array {
   const table = data instanceof RecordBatch ? new Table(data) : data;
   const dictionaries = new Map<Vector, Vector>();
   const batches = table.batches.map((batch) => {
-    const struct = unslicedViews(batch.data as Data, dictionaries);
+    const struct = withCompactViews(batch.data as Data, dictionaries);
     return struct === batch.data ? batch : new RecordBatch(batch.schema, struct as Data<Struct>);
   });
   // (a Table rebuilt from no batches would get an empty batch arrow-js cannot write: keep the table when nothing changed)
   return tableToIPC(batches.every((batch, i) => batch === table.batches[i]) ? table : new Table(table.schema, batches), 'stream');
 }
 
-/** `data` with its sliced view columns (and lists over views) rebuilt; `data` itself when it has none. */
-function unslicedViews(data: Data, dictionaries: Map<Vector, Vector>): Data {
+/** `data` with its view columns compacted and its lists over views rebased (see tableToIpcStream); `data` itself when nothing needs it. */
+function withCompactViews(data: Data, dictionaries: Map<Vector, Vector>): Data {
   if (data.length === 0) return data; // arrow-js writes empty buffers for it (its own empty columns are not all whole Data)
   const type = data.type as DataType;
   if (isView(type)) return compactViews(data);
@@ -51,7 +51,7 @@ function unslicedViews(data: Data, dictionaries: Map<Vector, Vector>): Data {
     if (begin !== 0) {
       const end = Number(offsets[data.length]!);
       const rebased = offsets instanceof BigInt64Array ? offsets.map((o) => o - BigInt(begin)) : offsets.map((o) => o - begin);
-      const child = unslicedViews((data.children[0] as Data).slice(begin, end - begin), dictionaries);
+      const child = withCompactViews((data.children[0] as Data).slice(begin, end - begin), dictionaries);
       return new Data(type, data.offset, data.length, data.nullCount, { [0]: rebased, [2]: data.nullBitmap as Uint8Array }, [child]);
     }
   }
@@ -59,12 +59,12 @@ function unslicedViews(data: Data, dictionaries: Map<Vector, Vector>): Data {
     // the writer slices a sliced dense union's children itself, as it does a list's; no caller of this sends one
     throw new ShuffleError('CS_UNSUPPORTED_TYPE', `a sliced dense union with view columns cannot be written as IPC here (${String(type)})`);
   }
-  const children = data.children.map((child) => unslicedViews(child as Data, dictionaries));
+  const children = data.children.map((child) => withCompactViews(child as Data, dictionaries));
   let dictionary = data.dictionary;
   if (dictionary !== undefined) {
     let rebuilt = dictionaries.get(dictionary);
     if (rebuilt === undefined) {
-      const chunks = (dictionary.data as Data[]).map((chunk) => unslicedViews(chunk, dictionaries));
+      const chunks = (dictionary.data as Data[]).map((chunk) => withCompactViews(chunk, dictionaries));
       rebuilt = chunks.every((chunk, i) => chunk === dictionary!.data[i]) ? dictionary : new Vector(chunks);
       dictionaries.set(dictionary, rebuilt);
     }
