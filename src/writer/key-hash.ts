@@ -1,11 +1,7 @@
-import { Field, Type, type Data, type DataType, type Dictionary, type Vector } from 'apache-arrow';
-import { dataFromBuffers } from '../format/ipc-reader.js';
-import type { FieldNodeInfo } from '../format/ipc-message.js';
-import { IdentityRows, onePartition, planAppend, splitAppend } from './append-rows.js';
-import { ColumnBuffer } from './column-buffer.js';
-import { columnLayoutOf } from './column-layout.js';
+import { Type, type Data, type DataType, type Dictionary, type Vector } from 'apache-arrow';
+import { IdentityRows } from './append-rows.js';
+import { concatenateChunks, gatherRows } from './gather-rows.js';
 import { assertHashable, hashColumnInto } from './murmur3.js';
-import { prepareSourceColumn } from './source-column.js';
 import { ScratchSelections } from './split-plan.js';
 
 /**
@@ -101,7 +97,7 @@ export class DecodedDictionaries {
       indices[i] = index >= 0 && index <= last ? index : 0;
     }
     // an empty dictionary means every row is null: nothing to hash
-    return gather(values, type.dictionary, indices, values.length === 0 ? 0 : n, this.scratch);
+    return gatherRows(values, type.dictionary, indices, values.length === 0 ? 0 : n, this.scratch);
   }
 
   private valuesOf(dictionary: Vector, type: DataType): Data {
@@ -109,40 +105,9 @@ export class DecodedDictionaries {
     if (chunks.length === 1) return chunks[0]!;
     let values = this.compacted.get(dictionary);
     if (values === undefined) {
-      values = concatenate(chunks, type, this.identity, this.scratch);
+      values = concatenateChunks(chunks, type, this.identity, this.scratch);
       this.compacted.set(dictionary, values);
     }
     return values;
   }
-}
-
-/** A column of rows rowIds[0, count) of `data`. */
-function gather(data: Data, type: DataType, rowIds: Uint32Array, count: number, scratch: ScratchSelections): Data {
-  const layout = columnLayoutOf(new Field('value', type, true));
-  const column = new ColumnBuffer(layout);
-  const plan = planAppend([prepareSourceColumn(data, layout)], [column], onePartition(rowIds, 0, count), 0, count, scratch);
-  plan.growth.apply();
-  splitAppend(plan.plans, [column], 0);
-  return toData(column, count, type);
-}
-
-function concatenate(chunks: readonly Data[], type: DataType, identity: IdentityRows, scratch: ScratchSelections): Data {
-  const layout = columnLayoutOf(new Field('value', type, true));
-  const column = new ColumnBuffer(layout);
-  const total = chunks.reduce((sum, c) => sum + c.length, 0);
-  let filled = 0;
-  for (const chunk of chunks) {
-    const plan = planAppend([prepareSourceColumn(chunk, layout)], [column], onePartition(identity.get(chunk.length), 0, chunk.length), filled, total, scratch);
-    plan.growth.apply();
-    splitAppend(plan.plans, [column], filled);
-    filled += chunk.length;
-  }
-  return toData(column, total, type);
-}
-
-function toData(column: ColumnBuffer, rows: number, type: DataType): Data {
-  const nodes: FieldNodeInfo[] = [];
-  const buffers: Uint8Array[] = [];
-  column.snapshot(rows, nodes, buffers, false);
-  return dataFromBuffers(type, nodes, buffers);
 }

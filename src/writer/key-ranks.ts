@@ -178,31 +178,49 @@ function boundValuesOf(type: DataType, chunks: readonly Data[], scratch: Scratch
     case 'words': {
       const width = wordWidthOf(type);
       const signed = isSignedWords(type);
-      const all: Int32Array[] = [];
+      // every valid value's words in one array, sorted by index (a sample ranked against itself has 100,000s)
+      const all = new Int32Array(chunks.reduce((n, data) => n + data.length, 0) * width);
+      let count = 0;
       for (const data of chunks) {
         const words = wordsOf(data);
-        for (let i = 0; i < data.length; i++) if (nonNull(data, i)) all.push(words.slice(i * width, (i + 1) * width));
+        for (let i = 0; i < data.length; i++) {
+          if (!nonNull(data, i)) continue;
+          for (let w = 0; w < width; w++) all[count * width + w] = words[i * width + w]!;
+          count++;
+        }
       }
-      all.sort((a, b) => compareWords(a, 0, b, 0, width, signed));
-      const distinct = all.filter((v, i) => i === 0 || compareWords(all[i - 1]!, 0, v, 0, width, signed) < 0);
+      const order = Array.from({ length: count }, (_, i) => i).sort((a, b) => compareWords(all, a * width, all, b * width, width, signed));
+      const distinct = order.filter((v, i) => i === 0 || compareWords(all, order[i - 1]! * width, all, v * width, width, signed) < 0);
       const sorted = new Int32Array(distinct.length * width);
-      distinct.forEach((v, i) => sorted.set(v, i * width));
-      const fitsLong = width > 2 && distinct.every((v) => fitsInLong(v, 0, width));
-      const approximations = Float64Array.from(distinct, (v) =>
-        width === 2 ? longApproximation(v[1]!, v[0]!, signed ? 0 : TOP_BIT) : decimalApproximation(v, 0, width, fitsLong),
+      distinct.forEach((v, j) => sorted.set(all.subarray(v * width, (v + 1) * width), j * width));
+      const rows = Array.from({ length: distinct.length }, (_, j) => j * width);
+      const fitsLong = width > 2 && rows.every((at) => fitsInLong(sorted, at, width));
+      const approximations = Float64Array.from(rows, (at) =>
+        width === 2 ? longApproximation(sorted[at + 1]!, sorted[at]!, signed ? 0 : TOP_BIT) : decimalApproximation(sorted, at, width, fitsLong),
       );
       return { kind: 'words', count: distinct.length, sorted, width, signed, fitsLong, index: bucketIndexOf(approximations) };
     }
     case 'bytes': {
-      const all: Uint8Array[] = [];
+      // every valid value copied into one array, each a view of it (an array of its own each cost 10x the time)
+      const ranges: { data: Data; row: number; at: number; length: number }[] = [];
+      let total = 0;
       for (const data of chunks) {
         const value = byteReader(data);
         for (let i = 0; i < data.length; i++) {
           if (!nonNull(data, i)) continue;
-          const { bytes, start, length } = value(i);
-          all.push(bytes.slice(start, start + length));
+          const { length } = value(i);
+          ranges.push({ data, row: i, at: total, length });
+          total += length;
         }
       }
+      const copy = new Uint8Array(total);
+      let reader: { data: Data | null; value: (i: number) => ViewValue } = { data: null, value: () => ({ bytes: copy, start: 0, length: 0 }) };
+      const all = ranges.map(({ data, row, at, length }) => {
+        if (reader.data !== data) reader = { data, value: byteReader(data) };
+        const { bytes, start } = reader.value(row);
+        copy.set(bytes.subarray(start, start + length), at);
+        return copy.subarray(at, at + length);
+      });
       all.sort((a, b) => compareBytes(a, 0, a.byteLength, b));
       const sorted = all.filter((v, i) => i === 0 || compareBytes(all[i - 1]!, 0, all[i - 1]!.byteLength, v) < 0);
       const prefixes = Float64Array.from(sorted, (v) => prefixOf(v, 0, v.byteLength));
