@@ -4,6 +4,7 @@
  * input batches bring new values, and a replacement when the indices would outgrow their
  * type — and every row decodes to its input value (our reader and arrow-js).
  */
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Dictionary, Field, Int16, Int32, Int64, Int8, List, RecordBatch, Schema, Struct, Uint16, Uint32, Uint8, Utf8, Vector, makeData } from 'apache-arrow';
 import { MessageHeader } from 'apache-arrow/enum';
@@ -11,6 +12,7 @@ import { Message, type DictionaryBatch } from 'apache-arrow/ipc/metadata/message
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { ShuffleReader } from '../src/reader/shuffle-reader.js';
 import { ShuffleWriter } from '../src/writer/shuffle-writer.js';
+import { createShuffleWriter } from '../src/writer-kind.js';
 import { buildColumn, utf8Column } from './support/columns.js';
 import { buildAny } from './support/nested.js';
 import { Rng } from './support/random.js';
@@ -290,4 +292,56 @@ describe('sort writer: dictionary columns come back as dictionaries', () => {
       outcome.actual.forEach((r, p) => expect(firstDifference(r, outcome.expected[p]!, `${Index.name} partition ${p}`)).toBeNull());
     }
   });
+});
+
+describe('a valid row whose index points outside its dictionary is refused by both writers, naming the column and row', () => {
+  const abc = new Vector([makeData({ type: new Utf8(), length: 3, nullCount: 0, valueOffsets: Int32Array.of(0, 1, 2, 3), data: new TextEncoder().encode('abc') })]);
+
+  async function refusal(kind: 'hash' | 'sort', batches: RecordBatch[]): Promise<{ code?: string; message: string; files: string[] }> {
+    const writer = await createShuffleWriter(kind, { numPartitions: 2, partitioning: { kind: 'hash', keys: ['k'] }, outputPrefix: join(dir, kind) });
+    let error: { code?: string; message: string } = { message: 'no error' };
+    try {
+      for (const b of batches) await writer.write(b);
+      await writer.finish();
+    } catch (e) {
+      error = e as { code?: string; message: string };
+    }
+    return { ...error, message: error.message, files: await readdir(dir) };
+  }
+
+  for (const kind of ['hash', 'sort'] as const) {
+    test(`${kind}: past the end, negative, and after an unrelated dictionary (whose indices are remapped: it would have become value 0)`, async () => {
+      for (const [batches, message] of [
+        [[batch(abc, [0, 3, 1])], /row 1 of the dictionary column "d" points at value 3 of its 3-value dictionary/],
+        [[batch(abc, [2, 0, -1])], /row 2 of the dictionary column "d" points at value -1 of its 3-value dictionary/],
+        [[batch(abc, [0, 1]), batch(new Vector([utf8Column(['x', 'y'])]), [1, 0, 2])], /row 2 of the dictionary column "d" points at value 2 of its 2-value dictionary/],
+      ] as const) {
+        const outcome = await refusal(kind, [...batches]);
+        expect(outcome.code, outcome.message).toBe('CS_INVALID_ARGUMENT');
+        expect(outcome.message).toMatch(message);
+        expect(outcome.files, 'nothing left behind').toEqual([]);
+      }
+    });
+
+    test(`${kind}: a null row's index may hold anything; 64-bit indices and a dictionary in a struct are checked too`, async () => {
+      const nullable = makeData({ type: TYPE, length: 3, nullCount: 1, nullBitmap: Uint8Array.of(0b101), data: Int32Array.of(2, 99, 0), dictionary: abc });
+      const keys = makeData({ type: new Int32(), length: 3, data: Int32Array.of(0, 1, 2) });
+      const ok = new RecordBatch(SCHEMA, makeData({ type: new Struct(SCHEMA.fields), length: 3, nullCount: 0, children: [keys, nullable] }));
+      const outcome = await refusal(kind, [ok]);
+      expect(outcome.message).toBe('no error');
+
+      const wide = new Dictionary(new Utf8(), new Int64() as unknown as Int32, 8);
+      const inner = new Struct([new Field('e', wide, true)]);
+      const schema = new Schema([new Field('k', new Int32(), false), new Field('s', inner, true)]);
+      const e = makeData({ type: wide, length: 3, nullCount: 0, data: BigInt64Array.of(0n, 2n, 2n ** 32n), dictionary: abc } as never);
+      const s = makeData({ type: inner, length: 3, nullCount: 0, children: [e] });
+      const nested = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: 3, nullCount: 0, children: [keys, s] }));
+      await removeDir(dir);
+      dir = await makeTempDir();
+      const refused = await refusal(kind, [nested]);
+      expect(refused.code, refused.message).toBe('CS_INVALID_ARGUMENT');
+      expect(refused.message).toMatch(/row 2 of the dictionary column "s.e" points at value 4294967296 of its 3-value dictionary/);
+      expect(refused.files).toEqual([]);
+    });
+  }
 });

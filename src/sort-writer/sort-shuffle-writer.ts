@@ -8,6 +8,7 @@ import type { MemoryPool, MemoryReservation, Reclaimable } from '../memory/memor
 import { defaultMemoryPool } from '../memory/default-pool.js';
 import { MERGE_WINDOW_SHARE, mergeBufferBytes, reserveMergeWindows, SpillFile, windowsWanted } from '../spill/spill-file.js';
 import { columnIndex } from '../writer/column-index.js';
+import { assertDictionaryIndices } from '../writer/dictionary-indices.js';
 import { createPartitioner, type Partitioner } from '../writer/partitioner.js';
 import { PartitionRows } from '../writer/partition-rows.js';
 import { sameSchema } from '../writer/same-schema.js';
@@ -200,6 +201,7 @@ export class SortShuffleWriter implements Reclaimable {
         await this.reserveScratch(batch.numRows);
         // every row's partition first, so a bad partition id refuses the whole batch before anything changes
         this.partitioner!.computePartitionIds(batch, this.partitionIds, this.totalRows);
+        this.outputColumns.forEach((c, f) => assertDictionaryIndices(batch.data.children[c]!, this.layouts[f]!, batch.schema.fields[c]!.name));
         await this.appendRows(batch);
         this.totalRows += batch.numRows;
       }

@@ -28,6 +28,7 @@ import { childLayouts, columnLayoutOf, dictionaryLayouts, fixedBytesPerRow, type
 import { DictionaryTracker } from './dictionary-tracker.js';
 import { InputStaging, MAX_STAGING_BYTES, MAX_STAGING_SHARE, MIN_STAGED_BATCHES, stagingTargetRows } from './input-staging.js';
 import { columnIndex } from './column-index.js';
+import { assertDictionaryIndices } from './dictionary-indices.js';
 import { createPartitioner, type Partitioner } from './partitioner.js';
 import { PartitionRows } from './partition-rows.js';
 import { sameSchema } from './same-schema.js';
@@ -588,7 +589,10 @@ export class ShuffleWriter implements Reclaimable {
     const tracker = this.dictionaries;
     if (tracker === null) return;
     const found = new Map<number, Vector>();
-    this.outputColumns.forEach((i, c) => collectDictionaries(batch.data.children[i]!, this.layouts[c]!, found));
+    this.outputColumns.forEach((i, c) => {
+      assertDictionaryIndices(batch.data.children[i]!, this.layouts[c]!, batch.schema.fields[i]!.name);
+      collectDictionaries(batch.data.children[i]!, this.layouts[c]!, found);
+    });
     for (const [id, dictionary] of found) {
       if ((await tracker.register(id, dictionary)) === 'ok') continue;
       await this.flushAll();
