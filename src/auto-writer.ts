@@ -1,5 +1,7 @@
 import type { RecordBatch, Schema } from 'apache-arrow';
+import { ShuffleError } from './errors.js';
 import { SortShuffleWriter, type SortShuffleWriterOptions } from './sort-writer/sort-shuffle-writer.js';
+import { assertInputBatch } from './writer/input-batch.js';
 import { ShuffleWriter } from './writer/shuffle-writer.js';
 import type { ShuffleWriteResult } from './writer/writer-options.js';
 import type { AnyShuffleWriter, WriterKind } from './writer-kind.js';
@@ -61,7 +63,9 @@ export function chooseWriter(numPartitions: number, bufferRows: number | null): 
  * that point; its abort removes its temporary file. Both writers commit the
  * same files and ShuffleReader reads either; `kind` says which one wrote.
  *
- * Protocol: AnyShuffleWriter's. A failed first write aborts, as the writers' own do.
+ * Protocol: AnyShuffleWriter's. A first batch of another schema than an empty
+ * one before it is refused and leaves it usable and undecided, as the writers'
+ * own write() does; any other failure of the first write aborts.
  */
 export class AutoShuffleWriter implements AnyShuffleWriter {
   private decided: boolean;
@@ -92,18 +96,29 @@ export class AutoShuffleWriter implements AnyShuffleWriter {
   }
 
   async write(batch: RecordBatch): Promise<void> {
+    assertInputBatch(batch, 'write');
     if (!this.decided && batch.numRows > 0) {
-      this.decided = true;
       const columnar = this.writer as ShuffleWriter;
+      let rows: number;
       try {
-        if (chooseWriter(this.options.numPartitions, await columnar.bufferRowsFor(batch)) === 'sort') {
+        rows = await columnar.bufferRowsFor(batch); // binds or checks the schema, and changes nothing else
+      } catch (error) {
+        // a batch of another schema than the first is refused and leaves the choice open (write()'s rule); anything else
+        // (a key column the schema lacks) would refuse every batch: the writer ends, leaving nothing behind
+        if (!(error instanceof ShuffleError && error.code === 'CS_SCHEMA_MISMATCH')) await this.writer.abort();
+        throw error;
+      }
+      const kind = chooseWriter(this.options.numPartitions, rows);
+      this.decided = true;
+      if (kind === 'sort') {
+        try {
           await columnar.abort();
           this.writer = await SortShuffleWriter.create(this.options);
           this.chosen = 'sort';
+        } catch (error) {
+          await this.writer.abort();
+          throw error;
         }
-      } catch (error) {
-        await this.writer.abort();
-        throw error;
       }
     } else if (!this.decided) {
       this.emptyBatches++;

@@ -18,6 +18,8 @@ export type ShuffleErrorCode =
   | 'CS_PARTITION_ID_OUT_OF_RANGE'
   /** the writer was used after finish() or abort() */
   | 'CS_WRITER_CLOSED'
+  /** write() or finish() was called while another write() or finish() of the same writer was still running (one call at a time) */
+  | 'CS_WRITER_BUSY'
   /** an input file is not an Arrow IPC file or stream */
   | 'CS_INPUT_NOT_ARROW'
   /** a file or directory to read or write does not exist or cannot be accessed */
@@ -81,6 +83,19 @@ function withLocation(message: string, where: ErrorLocation): string {
   if (where.column !== undefined) parts.push(`column "${where.column}"`);
   if (where.row !== undefined) parts.push(`row ${where.row}`);
   return parts.length === 0 ? message : `${message} (${parts.join(', ')})`;
+}
+
+/**
+ * `error` with the map output it concerns added to its location (an error a
+ * map task's worker raised, passed on by the pool): the same code, cause and
+ * stack, the ids appended to its message unless it had them.
+ */
+export function atMapOutput(error: ShuffleError, id: { shuffle: number; map: number; attempt: number }): ShuffleError {
+  if (error.where.shuffle !== undefined) return error;
+  const located = new ShuffleError(error.code, '', { ...id, ...error.where }, { cause: error.cause });
+  located.message = `${error.message} (shuffle ${id.shuffle}, map ${id.map}, attempt ${id.attempt})`;
+  if (error.stack !== undefined) located.stack = error.stack;
+  return located;
 }
 
 /** Wraps a Node.js file-system error in a `ShuffleError` that names the file. */

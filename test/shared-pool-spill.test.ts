@@ -97,7 +97,7 @@ test.each(FINISH_CASES)('while a %s writer of %i batches finishes, another consu
  * A spill another consumer asks for just as finish() begins takes the columnar writer's payloads
  * out of memory; the merge must not start before they are on disk. It did: the partitions were
  * committed without them (every row lost, without an error). The other consumer asks for one
- * byte more than the pool has, right after finish() is called.
+ * byte more than the pool has, and finish() is called while the spill that starts is on its way.
  */
 test.each<WriterKind>(['hash', 'sort'])('a %s writer spilled for another consumer as finish() begins loses no row', async (kind) => {
   const pool = new MemoryPool(16 * MiB);
@@ -105,10 +105,12 @@ test.each<WriterKind>(['hash', 'sort'])('a %s writer spilled for another consume
   const writer = await createShuffleWriter(kind, { numPartitions: 8, partitioning: MATRIX_PARTITIONING, outputPrefix: join(dir, 'w'), memoryPool: pool, spillDir: dir, codec: 'none', maxBatchRows: 100 });
   for (const batch of input.batches()) await writer.write(batch);
   const other = pool.register('other task');
+  // the request starts the spill (it runs until its first write), then finish() begins while it is on its way
+  const growing = other.grow(pool.available + 1);
   const finishing = writer.finish();
   try {
     // (it may be refused in the end: the finishing writer takes its merge buffer meanwhile)
-    await other.grow(pool.available + 1).catch((error: unknown) => expect(error).toBeInstanceOf(MemoryLimitError));
+    await growing.catch((error: unknown) => expect(error).toBeInstanceOf(MemoryLimitError));
   } finally {
     await finishing.catch(() => undefined); // not removing the directory under a finish still running
   }

@@ -1,7 +1,9 @@
 import { join } from 'node:path';
 import { BinaryView, Field, Int32, List, makeData, makeTable, RecordBatch, Schema, Struct, Utf8, Utf8View, vectorFromArray } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { createShuffleWriter, ShuffleError, ShuffleReader, SortShuffleWriter, WRITER_KINDS, type ShuffleWriterOptions, type WriterKind } from '../src/index.js';
+import { createShuffleWriter, MemoryPool, ShuffleError, ShuffleReader, SortShuffleWriter, WRITER_KINDS, type ShuffleWriterOptions, type WriterKind } from '../src/index.js';
+import { MAX_PARTITIONS } from '../src/sort-writer/packed-pointer.js';
+import { MAX_NUM_PARTITIONS } from '../src/writer/writer-options.js';
 import { listFiles, makeTempDir, removeDir } from './support/temp-dir.js';
 
 let dir: string;
@@ -14,6 +16,18 @@ function ints(name: string, values: number[]): RecordBatch {
 
 function options(overrides: Partial<ShuffleWriterOptions> = {}): ShuffleWriterOptions {
   return { numPartitions: 4, partitioning: { kind: 'hash', keys: ['k'] }, outputPrefix: join(dir, 'out'), ...overrides };
+}
+
+/** Every k value of an output, in partition order then row order. */
+async function readKeys(prefix: string): Promise<number[]> {
+  const reader = await ShuffleReader.open(prefix);
+  const values: number[] = [];
+  try {
+    for await (const batch of reader.readPartitions(0, reader.numPartitions)) for (const row of batch) values.push(row!.k as number);
+  } finally {
+    await reader.close();
+  }
+  return values.sort((a, b) => a - b);
 }
 
 async function expectCode(promise: Promise<unknown>, code: string, message?: RegExp): Promise<ShuffleError> {
@@ -227,12 +241,148 @@ describe('an existing output', () => {
     expect(values.sort()).toEqual([5, 6]);
     expect(old.rows).toBe(3);
   });
+
+  test('two writers created for one prefix before either commits: the second commit is CS_OUTPUT_EXISTS, the first output intact', async () => {
+    const first = await createShuffleWriter(kind, options());
+    const second = await createShuffleWriter(kind, options());
+    await first.write(ints('k', [1, 2, 3]));
+    await second.write(ints('k', [4]));
+    expect((await first.finish()).rows).toBe(3);
+    await expectCode(second.finish(), 'CS_OUTPUT_EXISTS', /another writer committed/);
+    expect(await listFiles(dir)).toEqual(['out.checksum.CRC32C', 'out.data', 'out.index']);
+    expect(await readKeys(join(dir, 'out'))).toEqual([1, 2, 3]);
+  });
+
+  test('finishing at the same time: one commits, the other is CS_OUTPUT_EXISTS, and the output is whole (never one\'s index over the other\'s data)', async () => {
+    for (let round = 0; round < 5; round++) {
+      await removeDir(dir);
+      dir = await makeTempDir();
+      const writers = await Promise.all([createShuffleWriter(kind, options()), createShuffleWriter(kind, options())]);
+      await writers[0]!.write(ints('k', [1, 2, 3]));
+      await writers[1]!.write(ints('k', [7, 8]));
+      const outcomes = await Promise.allSettled(writers.map((w) => w.finish()));
+      const committed = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [i] : []));
+      expect(committed).toHaveLength(1);
+      expect(outcomes.find((o) => o.status === 'rejected')!.status === 'rejected' && ((outcomes.find((o) => o.status === 'rejected') as PromiseRejectedResult).reason as ShuffleError).code).toBe('CS_OUTPUT_EXISTS');
+      expect(await readKeys(join(dir, 'out'))).toEqual(committed[0] === 0 ? [1, 2, 3] : [7, 8]);
+      expect(await listFiles(dir)).toEqual(['out.checksum.CRC32C', 'out.data', 'out.index']);
+    }
+  });
+});
+
+describe('one call at a time', () => {
+  test('a second finish() while the first runs is CS_WRITER_CLOSED; the first commits', async () => {
+    const writer = await createShuffleWriter(kind, options());
+    await writer.write(ints('k', [1, 2, 3]));
+    const [first, second] = await Promise.allSettled([writer.finish(), writer.finish()]);
+    expect(first.status).toBe('fulfilled');
+    expect(second.status === 'rejected' && (second.reason as ShuffleError).code).toBe('CS_WRITER_CLOSED');
+    expect(await readKeys(join(dir, 'out'))).toEqual([1, 2, 3]);
+  });
+
+  test('finish() while a write() runs is CS_WRITER_BUSY, and the write and a later finish() go through', async () => {
+    const writer = await createShuffleWriter(kind, options());
+    const writing = writer.write(ints('k', [1, 2, 3]));
+    await expectCode(writer.finish(), 'CS_WRITER_BUSY', /write\(\) is still running/);
+    await expectCode(writer.write(ints('k', [9])), 'CS_WRITER_BUSY');
+    await writing;
+    expect((await writer.finish()).rows).toBe(3);
+    expect(await readKeys(join(dir, 'out'))).toEqual([1, 2, 3]);
+  });
+
+  test('abort() while finish() runs: finish() is CS_WRITER_CLOSED and nothing is left behind', async () => {
+    const writer = await createShuffleWriter(kind, options());
+    await writer.write(ints('k', Array.from({ length: 5000 }, (_, i) => i)));
+    const finishing = writer.finish().then(() => null, (e: unknown) => e);
+    await writer.abort();
+    const error = await finishing;
+    // the abort may land after the commit: then finish() succeeded and abort() had nothing left to do
+    if (error !== null) {
+      expect((error as ShuffleError).code).toBe('CS_WRITER_CLOSED');
+      expect(await listFiles(dir)).toEqual([]);
+    }
+  });
+});
+
+describe('what is not a batch, or not the batch its schema says, is refused', () => {
+  test.each([
+    ['null', null],
+    ['a Table', makeTable({ k: Int32Array.of(1) })],
+    ['Data', makeTable({ k: Int32Array.of(1) }).batches[0]!.data],
+    ['a plain object', { numRows: 1 }],
+  ])('write(%s) is CS_INVALID_ARGUMENT and the writer stays usable', async (_, value) => {
+    const writer = await createShuffleWriter(kind, options());
+    await expectCode(writer.write(value as never), 'CS_INVALID_ARGUMENT', /write\(\) takes an Arrow RecordBatch/);
+    await writer.write(ints('k', [5]));
+    expect((await writer.finish()).rows).toBe(1);
+  });
+
+  test('a schema with two columns of one name is CS_INVALID_ARGUMENT (no Arrow reader could read it back)', async () => {
+    const schema = new Schema([new Field('k', new Int32()), new Field('k', new Utf8())]);
+    await expectCode(createShuffleWriter(kind, options({ schema })), 'CS_INVALID_ARGUMENT', /two columns named "k"/);
+    expect(await listFiles(dir)).toEqual([]);
+  });
+
+  test("a batch whose column data is not its schema's type (what arrow-js makes of duplicate names) is CS_INVALID_ARGUMENT naming the column", async () => {
+    const writer = await createShuffleWriter(kind, options({ partitioning: { kind: 'round-robin' } }));
+    const schema = new Schema([new Field('k', new Int32()), new Field('s', new Utf8())]);
+    const lying = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: 2, nullCount: 0, children: [ints('k', [1, 2]).data.children[0]!, ints('x', [3, 4]).data.children[0]!] }));
+    await expectCode(writer.write(lying), 'CS_INVALID_ARGUMENT', /column 1 \("s"\) of the batch holds Int32 data, its schema says Utf8/);
+    await writer.abort();
+  });
+});
+
+describe('options outside their domain are CS_INVALID_ARGUMENT naming them', () => {
+  test.each([
+    ['no options object', undefined],
+    ['partitioning missing', { partitioning: undefined }],
+    ['partitioning null', { partitioning: null }],
+    ['an unknown partitioning kind', { partitioning: { kind: 'bucket' } }],
+    ['hash keys as a string', { partitioning: { kind: 'hash', keys: 'k' } }],
+    ['partition-id without a column', { partitioning: { kind: 'partition-id' } }],
+    ['maxBatchRows 1.5 (it hung the columnar writer)', { maxBatchRows: 1.5 }],
+    ['maxBatchRows 2^31', { maxBatchRows: 2 ** 31 }],
+    ['numPartitions 2^24 + 1', { numPartitions: 2 ** 24 + 1 }],
+    ['concurrentTasks 1.5', { concurrentTasks: 1.5 }],
+    ['minCompressionSavings as a string', { minCompressionSavings: '0.5' }],
+  ])('%s', async (_, overrides) => {
+    const given = overrides === undefined ? undefined : { ...options(), ...overrides };
+    await expectCode(createShuffleWriter(kind, given as never), 'CS_INVALID_ARGUMENT');
+    expect(await listFiles(dir)).toEqual([]);
+  });
+
+  test('maxBatchRows 2^31 - 1 works within a 64 MiB pool (nothing is sized by the option alone: row ids for it were 8 GiB)', async () => {
+    const writer = await createShuffleWriter(kind, options({ maxBatchRows: 2 ** 31 - 1, memoryPool: new MemoryPool(64 * 1024 * 1024) }));
+    await writer.write(ints('k', Array.from({ length: 1000 }, (_, i) => i)));
+    const result = await writer.finish();
+    expect(result.rows).toBe(1000);
+    expect(await readKeys(join(dir, 'out'))).toEqual(Array.from({ length: 1000 }, (_, i) => i));
+  });
+});
+
+describe("the writer's memory for its partitions is reserved in its pool", () => {
+  test('from create() on: the pool holds it before any batch, and gives it back at finish', async () => {
+    const pool = new MemoryPool(64 * 1024 * 1024);
+    const writer = await createShuffleWriter(kind, options({ numPartitions: 100_000, partitioning: { kind: 'round-robin' }, memoryPool: pool }));
+    expect(pool.reserved).toBeGreaterThanOrEqual(100_000 * (kind === 'hash' ? 96 : 16));
+    await writer.write(ints('k', [1, 2, 3]));
+    await writer.finish();
+    expect(pool.reserved).toBe(0);
+  });
+
+  test('more partitions than the pool can keep state for is CS_MEMORY_LIMIT at create(), leaving nothing', async () => {
+    const pool = new MemoryPool(1024 * 1024);
+    await expectCode(createShuffleWriter(kind, options({ numPartitions: 1_000_000, partitioning: { kind: 'round-robin' }, memoryPool: pool })), 'CS_MEMORY_LIMIT');
+    expect(pool.reserved).toBe(0);
+    expect(await listFiles(dir)).toEqual([]);
+  });
 });
 });
 
 describe('sort writer limits', () => {
-  test('more partitions than 24-bit pointer fields hold is CS_INVALID_ARGUMENT, before any file exists', async () => {
-    await expectCode(SortShuffleWriter.create(options({ numPartitions: 2 ** 24 + 1 })), 'CS_INVALID_ARGUMENT', /24-bit/);
+  test("more partitions than its pointers' 24-bit fields hold (Spark's limit, every writer's) is CS_INVALID_ARGUMENT, before any file exists", async () => {
+    expect(MAX_PARTITIONS).toBe(MAX_NUM_PARTITIONS);
+    await expectCode(SortShuffleWriter.create(options({ numPartitions: 2 ** 24 + 1 })), 'CS_INVALID_ARGUMENT', /numPartitions must be an integer in \[1, 16777216\]/);
     expect(await listFiles(dir)).toEqual([]);
     const largest = await SortShuffleWriter.create(options({ numPartitions: 2 ** 24, partitioning: { kind: 'round-robin' } }));
     await largest.abort();

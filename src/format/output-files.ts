@@ -92,7 +92,12 @@ export class DataFileWriter {
   readonly partitionLengths: number[] = [];
   readonly checksums: number[] = [];
 
-  private constructor(paths: OutputPaths, temp: OutputPaths, handle: FileHandle) {
+  private constructor(
+    paths: OutputPaths,
+    temp: OutputPaths,
+    handle: FileHandle,
+    private readonly overwrite: boolean,
+  ) {
     this.paths = paths;
     this.temp = temp;
     this.handle = handle;
@@ -116,7 +121,7 @@ export class DataFileWriter {
     } catch (cause) {
       throw ioError('create the data file', temp.data, cause);
     }
-    return new DataFileWriter(paths, temp, handle);
+    return new DataFileWriter(paths, temp, handle, overwrite);
   }
 
   /** Starts partition p; partitions must come in ascending order, skipping none. */
@@ -185,29 +190,42 @@ export class DataFileWriter {
       this.handle = null;
       await writeWhole(this.temp.checksum, encodeChecksums(this.checksums));
       await writeWhole(this.temp.index, encodeIndex(this.partitionLengths));
-      const renamed: string[] = [];
-      try {
-        // an older output with this prefix stops being committed before its data is replaced, so a
-        // crash between the renames leaves an uncommitted output (removeLeftovers cleans it), never
-        // an old index over new data
-        await rm(this.paths.index, { force: true }).catch((cause: unknown) => {
-          throw ioError('replace the existing shuffle output', this.paths.index, cause);
-        });
-        for (const key of ['data', 'checksum', 'index'] as const) {
-          await rename(this.temp[key], this.paths[key]).catch((cause: unknown) => {
-            throw ioError('commit the shuffle output', this.paths[key], cause);
-          });
-          renamed.push(this.paths[key]);
-        }
-      } catch (error) {
-        await Promise.all(renamed.map((path) => rm(path, { force: true })));
-        throw error;
-      }
+      await oneCommitAtATime(this.paths.index, () => this.renameIntoPlace());
     } catch (error) {
       await this.abort();
       throw error;
     }
     return { partitionLengths: this.partitionLengths, checksums: this.checksums, bytesWritten: this.position };
+  }
+
+  /**
+   * Renames the three files into place, the index (the commit marker) last.
+   * An output another writer committed at this prefix since create() is
+   * replaced only with `overwrite` (CS_OUTPUT_EXISTS otherwise: create()'s
+   * check alone let a second writer of one prefix replace the first's output).
+   */
+  private async renameIntoPlace(): Promise<void> {
+    if (!this.overwrite && (await exists(this.paths.index))) {
+      throw new ShuffleError('CS_OUTPUT_EXISTS', 'another writer committed a shuffle output here after this one was created; pass overwrite to replace it', { file: this.paths.index });
+    }
+    const renamed: string[] = [];
+    try {
+      // an older output with this prefix stops being committed before its data is replaced, so a
+      // crash between the renames leaves an uncommitted output (removeLeftovers cleans it), never
+      // an old index over new data
+      await rm(this.paths.index, { force: true }).catch((cause: unknown) => {
+        throw ioError('replace the existing shuffle output', this.paths.index, cause);
+      });
+      for (const key of ['data', 'checksum', 'index'] as const) {
+        await rename(this.temp[key], this.paths[key]).catch((cause: unknown) => {
+          throw ioError('commit the shuffle output', this.paths[key], cause);
+        });
+        renamed.push(this.paths[key]);
+      }
+    } catch (error) {
+      await Promise.all(renamed.map((path) => rm(path, { force: true })));
+      throw error;
+    }
   }
 
   /** Closes and removes the temporary files; safe to call more than once. */
@@ -218,6 +236,21 @@ export class DataFileWriter {
     this.handle = null;
     await handle?.close().catch(() => undefined);
     await Promise.all(Object.values(this.temp).map((path: string) => rm(path, { force: true })));
+  }
+}
+
+/** The commits running in this process, by index path: two writers of one prefix commit one after the other, never interleaved. */
+const commits = new Map<string, Promise<void>>();
+
+async function oneCommitAtATime(indexPath: string, commit: () => Promise<void>): Promise<void> {
+  const before = commits.get(indexPath) ?? Promise.resolve();
+  const mine = before.then(commit, commit);
+  const settled = mine.catch(() => undefined);
+  commits.set(indexPath, settled);
+  try {
+    await mine;
+  } finally {
+    if (commits.get(indexPath) === settled) commits.delete(indexPath);
   }
 }
 

@@ -9,6 +9,7 @@ import { defaultMemoryPool } from '../memory/default-pool.js';
 import { MERGE_WINDOW_SHARE, mergeBufferBytes, reserveMergeWindows, SpillFile, windowsWanted } from '../spill/spill-file.js';
 import { columnIndex } from '../writer/column-index.js';
 import { assertDictionaryIndices } from '../writer/dictionary-indices.js';
+import { assertDistinctNames, assertInputBatch } from '../writer/input-batch.js';
 import { createPartitioner, type Partitioner } from '../writer/partitioner.js';
 import { PartitionRows } from '../writer/partition-rows.js';
 import { sameSchema } from '../writer/same-schema.js';
@@ -23,7 +24,7 @@ import {
 } from '../writer/writer-options.js';
 import { BlockWriter } from './block-writer.js';
 import { align4 } from './copy-bytes.js';
-import { MAX_PAGE_OFFSET, MAX_PARTITIONS, packHi, packLo, POINTER_SLOT_BYTES, PointerArray } from './packed-pointer.js';
+import { MAX_PAGE_OFFSET, packHi, packLo, POINTER_SLOT_BYTES, PointerArray } from './packed-pointer.js';
 import { RowEncoder } from './row-encoder.js';
 import { encodeRowPartitionHeader } from './row-format.js';
 import { rowLayoutOf } from './row-layout.js';
@@ -50,6 +51,8 @@ const SCRATCH_BYTES_PER_ROW = 24;
 /** Up to this many partitions, rows are placed in pages grouped by partition (appendRows). */
 const MAX_GROUPED_PARTITIONS = 1 << 16;
 
+/** What the writer keeps per partition from its creation on (rows and blocks per partition), reserved in its pool then. */
+const PARTITION_STATE_BYTES = 16;
 /** What PartitionRows' per-partition arrays take (offsets, used partitions, cursors). */
 function groupBytes(numPartitions: number): number {
   return 12 * (numPartitions + 1);
@@ -88,6 +91,8 @@ type WriterState = 'open' | 'finishing' | 'finished' | 'aborted';
  */
 export class SortShuffleWriter implements Reclaimable {
   private state: WriterState = 'open';
+  /** the write() or finish() running, if any (enter()) */
+  private running: 'write' | 'finish' | null = null;
   /** a spill asked for by another consumer failed: rows may be lost, the writer must not finish */
   private failure: unknown = null;
   private readonly numPartitions: number;
@@ -172,6 +177,12 @@ export class SortShuffleWriter implements Reclaimable {
     if (options.spillDir !== undefined) await assertDirectory(options.spillDir, 'spill');
     const output = await DataFileWriter.create(options.outputPrefix, options.overwrite ?? false);
     const writer = new SortShuffleWriter(options, output);
+    try {
+      await writer.reservation.grow(PARTITION_STATE_BYTES * options.numPartitions);
+    } catch (error) {
+      await writer.abort();
+      throw error;
+    }
     if (options.schema) writer.bindSchema(options.schema);
     return writer;
   }
@@ -187,7 +198,17 @@ export class SortShuffleWriter implements Reclaimable {
    * the writer stays usable; any other failure (memory, disk) aborts the writer.
    */
   async write(batch: RecordBatch): Promise<void> {
+    this.enter('write');
+    try {
+      await this.writeBatch(batch);
+    } finally {
+      this.running = null;
+    }
+  }
+
+  private async writeBatch(batch: RecordBatch): Promise<void> {
     await this.assertUsable('write');
+    assertInputBatch(batch, 'write');
     if (this.inputSchema === null) this.bindSchema(batch.schema);
     else if (batch.schema !== this.lastCheckedSchema) {
       if (!sameSchema(this.inputSchema, batch.schema)) {
@@ -220,8 +241,21 @@ export class SortShuffleWriter implements Reclaimable {
 
   /** Sorts and writes the rows in memory after each partition's spilled blocks into the data file, writes the index and checksums and commits. */
   async finish(): Promise<ShuffleWriteResult> {
-    await this.assertUsable('finish');
-    this.state = 'finishing';
+    this.enter('finish');
+    try {
+      return await this.finishOutput();
+    } finally {
+      this.running = null;
+    }
+  }
+
+  private async finishOutput(): Promise<ShuffleWriteResult> {
+    this.state = 'finishing'; // at once: a write() or finish() from now on is refused
+    if (this.failure !== null) {
+      const failure = this.failure;
+      await this.abort();
+      throw failure;
+    }
     try {
       if (this.outputSchema === null) throw new ShuffleError('CS_INVALID_ARGUMENT', 'finish() before any batch: pass `schema` to create() to write an empty output');
       while (this.spilling !== null) await this.spilling.catch(() => undefined); // a spill another consumer asked for
@@ -273,6 +307,9 @@ export class SortShuffleWriter implements Reclaimable {
       this.state = 'finished';
       return result;
     } catch (error) {
+      if ((this.state as WriterState) === 'aborted') {
+        throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted while finish() was running', {}, { cause: error });
+      }
       await this.abort();
       throw error;
     }
@@ -535,6 +572,22 @@ export class SortShuffleWriter implements Reclaimable {
     this.reservation.free();
   }
 
+  /**
+   * Starts a write() or finish(), on the calling tick: CS_WRITER_CLOSED once
+   * the writer is finishing, finished or aborted; CS_WRITER_BUSY while another
+   * call runs (the protocol is one call at a time; a second finish() would
+   * tear down the output the first one is committing).
+   */
+  private enter(call: 'write' | 'finish'): void {
+    if (this.state !== 'open') {
+      throw new ShuffleError('CS_WRITER_CLOSED', `cannot ${call}: the writer is ${this.state}`);
+    }
+    if (this.running !== null) {
+      throw new ShuffleError('CS_WRITER_BUSY', `cannot ${call}: ${this.running}() is still running (await each call before the next)`);
+    }
+    this.running = call;
+  }
+
   private async assertUsable(action: string): Promise<void> {
     if (this.state !== 'open') {
       throw new ShuffleError('CS_WRITER_CLOSED', `cannot ${action}: the writer is ${this.state}`);
@@ -567,9 +620,7 @@ function clampKiB(bytes: number, minKiB: number, maxKiB: number): number {
 }
 
 function validateSortOptions(options: SortShuffleWriterOptions): void {
-  if (options.numPartitions > MAX_PARTITIONS) {
-    throw new ShuffleError('CS_INVALID_ARGUMENT', `the sort writer's pointers hold 24-bit partition ids: numPartitions must be at most ${MAX_PARTITIONS}, got ${options.numPartitions}`);
-  }
+  // numPartitions is at most MAX_NUM_PARTITIONS (validateOptions), the 24-bit partition ids of the packed pointers
   const size = (name: string, value: number | undefined, max: number) => {
     if (value !== undefined && !(Number.isInteger(value) && value % 4 === 0 && value >= 64 && value <= max)) {
       throw new ShuffleError('CS_INVALID_ARGUMENT', `${name} must be a multiple of 4 in [64, ${max}], got ${String(value)}`);
@@ -582,6 +633,7 @@ function validateSortOptions(options: SortShuffleWriterOptions): void {
 /** Everything about a schema that can be refused before any data is touched. */
 function checkSchema(schema: Schema, options: Pick<ShuffleWriterOptions, 'partitioning' | 'numPartitions'>): void {
   if (schema.fields.length === 0) throw new ShuffleError('CS_INVALID_ARGUMENT', 'the input has no columns (an empty schema)');
+  assertDistinctNames(schema);
   const pidColumn = options.partitioning.kind === 'partition-id' ? columnIndex(schema, options.partitioning.column) : -1;
   rowLayoutOf(schema.fields.filter((_, i) => i !== pidColumn));
   createPartitioner(options.partitioning, schema, options.numPartitions, 0);

@@ -134,12 +134,34 @@ export interface ShuffleWriteResult {
   peakMemoryBytes: number;
 }
 
+/**
+ * The most partitions a writer takes: Spark's limit for its sort shuffle (a
+ * partition id is 24 bits of PackedRecordPointer, as it is of this library's
+ * sort writer's packed pointers). The columnar writer keeps a few dozen
+ * bytes per partition, reserved in its pool (PARTITION_STATE_BYTES).
+ */
+export const MAX_NUM_PARTITIONS = 1 << 24;
+
+/** The most rows an output batch may hold: an Arrow array's length is at most 2^31 - 1 for most readers. */
+export const MAX_BATCH_ROWS = 0x7fffffff;
+
 /** Refuses options outside their domain with CS_INVALID_ARGUMENT naming the option. */
 export function validateOptions(options: ShuffleWriterOptions): void {
-  const n = options.numPartitions;
-  if (!Number.isInteger(n) || n < 1 || n > 0x7fffffff) {
-    throw new ShuffleError('CS_INVALID_ARGUMENT', `numPartitions must be an integer >= 1, got ${String(n)}`);
+  if (typeof options !== 'object' || options === null) {
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `a writer takes an options object, got ${options === null ? 'null' : typeof options}`);
   }
+  const n = options.numPartitions;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_NUM_PARTITIONS) {
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `numPartitions must be an integer in [1, ${MAX_NUM_PARTITIONS}], got ${String(n)}`);
+  }
+  validatePartitioning(options.partitioning);
+  const integer = (name: string, value: number | undefined, min: number, max: number) => {
+    if (value !== undefined && !(Number.isInteger(value) && value >= min && value <= max)) {
+      throw new ShuffleError('CS_INVALID_ARGUMENT', `${name} must be an integer in [${min}, ${max}], got ${String(value)}`);
+    }
+  };
+  integer('maxBatchRows', options.maxBatchRows, 1, MAX_BATCH_ROWS);
+  integer('concurrentTasks', options.concurrentTasks, 1, 0x7fffffff);
   const positive = (name: string, value: number | undefined, min: number) => {
     if (value !== undefined && !(Number.isFinite(value) && value >= min)) {
       throw new ShuffleError('CS_INVALID_ARGUMENT', `${name} must be a number >= ${min}, got ${String(value)}`);
@@ -147,13 +169,11 @@ export function validateOptions(options: ShuffleWriterOptions): void {
   };
   positive('memLimit', options.memLimit, 0);
   positive('memLimitFloor', options.memLimitFloor, 0);
-  positive('maxBatchRows', options.maxBatchRows, 1);
   positive('resizeThreshold', options.resizeThreshold, 0);
   positive('mergeThreshold', options.mergeThreshold, 0);
   positive('compressionMinRows', options.compressionMinRows, 0);
   positive('stagingBytes', options.stagingBytes, 0);
-  positive('concurrentTasks', options.concurrentTasks, 1);
-  if (options.minCompressionSavings !== undefined && !(options.minCompressionSavings >= 0 && options.minCompressionSavings <= 1)) {
+  if (options.minCompressionSavings !== undefined && !(typeof options.minCompressionSavings === 'number' && options.minCompressionSavings >= 0 && options.minCompressionSavings <= 1)) {
     throw new ShuffleError('CS_INVALID_ARGUMENT', `minCompressionSavings is a share of a buffer's size in [0, 1], got ${String(options.minCompressionSavings)}`);
   }
   if (options.mergeThreshold !== undefined && options.mergeThreshold > 1) {
@@ -167,5 +187,38 @@ export function validateOptions(options: ShuffleWriterOptions): void {
   }
   if (typeof options.outputPrefix !== 'string' || options.outputPrefix.length === 0) {
     throw new ShuffleError('CS_INVALID_ARGUMENT', 'outputPrefix must be a non-empty path');
+  }
+}
+
+/**
+ * Refuses a partitioning that is not one of Partitioning's shapes (it may come
+ * from JSON or another thread): its columns and bounds are checked against
+ * the schema when the first batch comes.
+ */
+function validatePartitioning(partitioning: unknown): void {
+  const p = partitioning as { kind?: unknown; keys?: unknown; column?: unknown } | null | undefined;
+  const bad = (what: string) => new ShuffleError('CS_INVALID_ARGUMENT', `partitioning ${what}, got ${describeValue(partitioning)}`);
+  if (typeof p !== 'object' || p === null) throw bad("must be an object such as { kind: 'hash', keys: ['id'] }");
+  switch (p.kind) {
+    case 'hash':
+    case 'range':
+      if (!Array.isArray(p.keys)) throw bad(`${p.kind} needs \`keys\`, an array of column names`);
+      return;
+    case 'partition-id':
+      if (typeof p.column !== 'string') throw bad('partition-id needs `column`, the name of the partition id column');
+      return;
+    case 'round-robin':
+    case 'single':
+      return;
+    default:
+      throw bad("kind must be 'hash', 'range', 'round-robin', 'single' or 'partition-id'");
+  }
+}
+
+function describeValue(value: unknown): string {
+  try {
+    return (JSON.stringify(value) ?? String(value)).slice(0, 200);
+  } catch {
+    return String(value);
   }
 }
