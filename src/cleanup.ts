@@ -58,7 +58,7 @@ const SPILL_NAME = /^columnar-shuffle-spill-[0-9a-f]{16}\.tmp$/;
  * clean"), `CS_IO` when a file cannot be listed or removed.
  */
 export async function removeLeftovers(locations: LeftoverLocations): Promise<string[]> {
-  const { outputPrefix, outputDir, spillDir } = locations;
+  const { outputPrefix, outputDir, spillDir } = locations ?? {};
   if (outputPrefix === undefined && outputDir === undefined && spillDir === undefined) {
     throw new ShuffleError('CS_INVALID_ARGUMENT', 'removeLeftovers needs an outputPrefix, an outputDir or a spillDir');
   }

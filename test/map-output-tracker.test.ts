@@ -51,6 +51,8 @@ describe('registerShuffle', () => {
       [0, -1],
       [0, 2.5],
       [0, Number.POSITIVE_INFINITY],
+      [0, 2 ** 40], // a RangeError once (a status slot per map)
+      [0, 2 ** 24 + 1],
     ] as const) {
       expect(() => tracker.registerShuffle(shuffleId, numMaps), `${shuffleId}, ${numMaps}`).toThrow(invalid);
     }

@@ -122,6 +122,7 @@ describe('running map tasks', () => {
     const error = await task.status.catch((e: unknown) => e);
     expect((error as { code?: string }).code).toBe('CS_INVALID_ARGUMENT');
     expect(String((error as Error).message)).toMatch(/range bounds must be strictly ascending in the keys' order: bound 1 sorts before bound 0/);
+    expect((error as { where?: object }).where, "the worker's error names the map output").toMatchObject({ shuffle: 0, map: 10, attempt: 0 });
     expect(await files()).toEqual([]);
   });
 
@@ -267,7 +268,7 @@ describe('a map task that ends early leaves nothing behind', () => {
       signal: controller.signal,
       onProgress: (p) => p.batches === 1 && controller.abort(),
     });
-    await expect(running.status).rejects.toMatchObject({ code: 'CS_ABORTED' });
+    await expect(running.status).rejects.toMatchObject({ code: 'CS_ABORTED', where: { shuffle: 0, map: 25, attempt: 0 } });
     const early = new AbortController();
     early.abort();
     await expect(pool.run(spec(25, 1), batches(1, 10, 25), { signal: early.signal }).status).rejects.toMatchObject({ code: 'CS_ABORTED' });
@@ -280,6 +281,19 @@ describe('a map task that ends early leaves nothing behind', () => {
       code: 'CS_INVALID_ARGUMENT',
     });
     expect(await files()).toEqual([]);
+  });
+
+  test('a spec that cannot be sent to a worker is CS_INVALID_ARGUMENT at once, and the pool goes on (a function in args crashed the process)', async () => {
+    const invalid = expect.objectContaining({ code: 'CS_INVALID_ARGUMENT', where: { shuffle: 0, map: 30, attempt: 0 } });
+    expect(() => pool.run(spec(30, 0, { transform: { module: TRANSFORMS, export: 'default', args: { f: () => 1 } } }), [])).toThrow(invalid);
+    expect(() => pool.run(spec(30, 0, { outputSchema: { fields: [] } as never }), [])).toThrow(invalid);
+    expect(() => pool.run(null as never, [])).toThrow(expect.objectContaining({ code: 'CS_INVALID_ARGUMENT' }));
+    expect(() => new MapTaskPool(undefined as never)).toThrow(expect.objectContaining({ code: 'CS_INVALID_ARGUMENT' }));
+    // a partitioning that is not one: the worker's writer refuses it, the error names the output
+    await expect(pool.run(spec(31, 0, { partitioning: undefined as never }), batches(1, 10, 31)).status).rejects.toMatchObject({ code: 'CS_INVALID_ARGUMENT', where: { shuffle: 0, map: 31 } });
+    const status = await pool.run(spec(32, 0), batches(1, 100, 32)).status;
+    expect(status.metrics.rows).toBe(100);
+    expect(await files()).toEqual(committed(32, 0));
   });
 
   test('closing the pool: the running task fails with CS_WORKER_EXITED, the waiting one with CS_ABORTED, both leave nothing', async () => {

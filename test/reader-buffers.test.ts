@@ -290,4 +290,12 @@ describe('a range is read in runs of neighbouring partitions', () => {
       await expect(ShuffleReader.open(prefix, { readRunBytes: bad })).rejects.toMatchObject({ code: 'CS_INVALID_ARGUMENT', message: expect.stringContaining('readRunBytes') });
     }
   });
+
+  test('maxBufferBytes must be an integer >= 0 (NaN read intact outputs as corrupt, or turned the limit off)', async () => {
+    const prefix = join(dir, 'out');
+    await writeOutput('hash', 'none', prefix);
+    for (const bad of [-1, 1.5, Number.NaN, 'big']) {
+      await expect(ShuffleReader.open(prefix, { maxBufferBytes: bad as number })).rejects.toMatchObject({ code: 'CS_INVALID_ARGUMENT', message: expect.stringContaining('maxBufferBytes') });
+    }
+  });
 });

@@ -326,6 +326,21 @@ describe('a reducer that starts before every map task has finished', () => {
     expect(reader.metrics.waitMs).toBeGreaterThan(0);
   });
 
+  test('waitTimeoutMs Infinity waits as long as it takes (no timer)', async () => {
+    const tracker = new MapOutputTracker();
+    tracker.registerShuffle(9, 1);
+    const reader = new ReduceReader({ maps: tracker.locator(9), partitions: 1, waitTimeoutMs: Infinity });
+    const collected = (async () => {
+      const batches: RecordBatch[] = [];
+      for await (const batch of reader) batches.push(batch);
+      return batches;
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const status = await writeMap(0, 0, { shuffleId: 9 });
+    tracker.registerMapOutput(status);
+    expect(pairsOf(await collected)).toEqual(await expectedPairs(status, 1, 2));
+  });
+
   test('a shuffle failed while a reader waits fails it with CS_MAP_OUTPUT_FAILED at once', async () => {
     const tracker = new MapOutputTracker();
     tracker.registerShuffle(6, 2);
@@ -358,6 +373,10 @@ test('options out of their domain are refused with CS_INVALID_ARGUMENT', () => {
     { partitions: 0, concurrency: 0 },
     { partitions: 0, coalesceRows: 0.5 },
     { partitions: 0, waitTimeoutMs: -1 },
+    { partitions: 0, waitTimeoutMs: 2 ** 31 }, // setTimeout would fire at once: it timed out in 1 ms
+    { partitions: 0, waitTimeoutMs: 3e9 },
+    { partitions: 0, maps: null },
+    { partitions: 0, maps: 'statuses' },
   ]) {
     expect(() => new ReduceReader({ maps: statuses, ...options } as ReduceReaderOptions), JSON.stringify(options)).toThrow(
       expect.objectContaining({ code: 'CS_INVALID_ARGUMENT' }),

@@ -62,6 +62,14 @@ export function flag(parsed: ParsedArgs, name: string): boolean {
 export function requiredOption(parsed: ParsedArgs, name: string, command: string): string {
   const value = stringOption(parsed, name);
   if (value === undefined) throw new UsageError(`missing required option --${name}`, command);
+  if (value.length === 0) throw new UsageError(`--${name} is empty`, command);
+  return value;
+}
+
+/** A path option that may be left out, but not given empty (`--output ""`). */
+export function pathOption(parsed: ParsedArgs, name: string, command: string): string | undefined {
+  const value = stringOption(parsed, name);
+  if (value !== undefined && value.length === 0) throw new UsageError(`--${name} is empty`, command);
   return value;
 }
 

@@ -7,7 +7,7 @@ import { ShuffleReader } from '../reader/shuffle-reader.js';
 import { MemoryPool } from '../memory/memory-pool.js';
 import { createShuffleWriter, WRITER_KINDS, type WriterKind } from '../writer-kind.js';
 import type { ShuffleWriteResult } from '../writer/writer-options.js';
-import { byteSizeOption, choiceOption, integerOption, parseCommandArgs, stringOption } from './args.js';
+import { byteSizeOption, choiceOption, integerOption, parseCommandArgs, pathOption, stringOption } from './args.js';
 import { bytes, count, EXIT_OK, plural, rate, seconds, throwIfInterrupted, writeLine, type CliContext } from './context.js';
 import { batchBytes, NARROW_SCHEMA, narrowBatch } from './demo-data.js';
 import { ShuffleVerifier } from './demo-verify.js';
@@ -46,7 +46,7 @@ export async function demoCommand(args: string[], ctx: CliContext): Promise<numb
   const options: DemoArgs = {
     rows: integerOption(stringOption(parsed, 'rows'), 'rows', 'demo', 1) ?? 1_000_000,
     numPartitions: integerOption(stringOption(parsed, 'partitions'), 'partitions', 'demo', 1, 0x7fffffff) ?? 200,
-    dir: stringOption(parsed, 'dir'),
+    dir: pathOption(parsed, 'dir', 'demo'),
     codec: choiceOption(stringOption(parsed, 'codec'), 'codec', CODEC_NAMES, 'demo') ?? 'lz4',
     writer: choiceOption(stringOption(parsed, 'writer'), 'writer', WRITER_KINDS, 'demo') ?? 'hash',
     memoryLimit: byteSizeOption(stringOption(parsed, 'memory-limit'), 'memory-limit', 'demo'),

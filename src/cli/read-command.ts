@@ -7,7 +7,7 @@ import { ioError } from '../errors.js';
 import { encodeSchemaMessage, END_OF_STREAM } from '../format/ipc-message.js';
 import { tableToIpcStream } from '../format/table-to-ipc.js';
 import { ShuffleReader } from '../reader/shuffle-reader.js';
-import { integerOption, parseCommandArgs, requiredOption, requiredPositional, stringOption, UsageError } from './args.js';
+import { integerOption, parseCommandArgs, pathOption, requiredOption, requiredPositional, UsageError } from './args.js';
 import { bytes, count, EXIT_OK, plural, isTTY, throwIfInterrupted, writeLine, type CliContext } from './context.js';
 import { frameOf } from './ipc-frames.js';
 
@@ -21,7 +21,7 @@ export async function readCommand(args: string[], ctx: CliContext): Promise<numb
   const parsed = parseCommandArgs('read', args, OPTIONS, 1);
   const prefix = requiredPositional(parsed, 0, 'the shuffle output <prefix>', 'read');
   const partition = integerOption(requiredOption(parsed, 'partition', 'read'), 'partition', 'read', 0)!;
-  const output = stringOption(parsed, 'output');
+  const output = pathOption(parsed, 'output', 'read');
   if (output === undefined && isTTY(ctx.stdout)) {
     throw new UsageError('refusing to write binary Arrow data to a terminal: give --output FILE or pipe stdout', 'read');
   }

@@ -17,6 +17,7 @@ import {
   flag,
   integerOption,
   parseCommandArgs,
+  pathOption,
   requiredOption,
   requiredPositional,
   stringOption,
@@ -76,7 +77,7 @@ function parse(args: string[]): WriteArgs {
   if (kind === undefined) throw new UsageError('give --key COL for hash partitioning, or --partitioning range|round-robin|single', 'write');
   if ((kind === 'hash' || kind === 'range') && keys.length === 0) throw new UsageError(`${kind} partitioning needs --key COL[,COL...]`, 'write');
   if (kind !== 'hash' && kind !== 'range' && keys.length > 0) throw new UsageError(`--key does not apply to ${kind} partitioning`, 'write');
-  const bounds = stringOption(parsed, 'bounds');
+  const bounds = pathOption(parsed, 'bounds', 'write');
   if (kind === 'range' && bounds === undefined) throw new UsageError('range partitioning needs --bounds FILE (an Arrow file or stream of the key columns)', 'write');
   if (kind !== 'range' && bounds !== undefined) throw new UsageError(`--bounds does not apply to ${kind} partitioning`, 'write');
   return {

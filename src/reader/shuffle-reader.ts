@@ -101,6 +101,10 @@ export class ShuffleReader {
     if (runBytes !== undefined && !(Number.isSafeInteger(runBytes) && runBytes >= 0)) {
       throw new ShuffleError('CS_INVALID_ARGUMENT', `readRunBytes must be an integer >= 0, got ${String(runBytes)}`);
     }
+    const maxBufferBytes = options.maxBufferBytes;
+    if (maxBufferBytes !== undefined && !(Number.isSafeInteger(maxBufferBytes) && maxBufferBytes >= 0)) {
+      throw new ShuffleError('CS_INVALID_ARGUMENT', `maxBufferBytes must be an integer >= 0, got ${String(maxBufferBytes)}`);
+    }
     const indexSize = await index.size();
     if (indexSize < 16 || indexSize % 8 !== 0) {
       throw new ShuffleError('CS_CORRUPT_DATA', `index file has ${indexSize} bytes: expected (partitions + 1) * 8 with at least one partition`, { file: index.name });

@@ -31,9 +31,13 @@ interface ShuffleEntry {
   /** set by unregisterShuffle: locators handed out before answer no more, even if the id is registered again */
   unregistered: boolean;
   statuses: (MapStatus | undefined)[];
-  waiters: Set<Waiter>[];
+  /** readers waiting, by map id (only maps someone waits for have a set) */
+  waiters: Map<number, Set<Waiter>>;
   failure: ShuffleError | null;
 }
+
+/** The most map tasks a shuffle may have, as it may have partitions (a status slot is kept per map: 2^40 threw a RangeError). */
+const MAX_MAPS = 1 << 24;
 
 /**
  * The runner's record of which attempt of each map task holds the output a
@@ -60,14 +64,16 @@ export class MapOutputTracker {
   /** Starts tracking a shuffle of `numMaps` map tasks (CS_INVALID_ARGUMENT if it is already tracked). */
   registerShuffle(shuffleId: number, numMaps: number): void {
     if (!(Number.isSafeInteger(shuffleId) && shuffleId >= 0)) throw new ShuffleError('CS_INVALID_ARGUMENT', `a shuffle id is a whole number >= 0, got ${shuffleId}`);
-    if (!(Number.isSafeInteger(numMaps) && numMaps >= 0)) throw new ShuffleError('CS_INVALID_ARGUMENT', `numMaps must be a whole number >= 0, got ${numMaps}`, { shuffle: shuffleId });
+    if (!(Number.isSafeInteger(numMaps) && numMaps >= 0 && numMaps <= MAX_MAPS)) {
+      throw new ShuffleError('CS_INVALID_ARGUMENT', `numMaps must be a whole number in [0, ${MAX_MAPS}], got ${numMaps}`, { shuffle: shuffleId });
+    }
     if (this.shuffles.has(shuffleId)) throw new ShuffleError('CS_INVALID_ARGUMENT', 'this shuffle is already registered', { shuffle: shuffleId });
     this.shuffles.set(shuffleId, {
       shuffleId,
       numMaps,
       unregistered: false,
       statuses: new Array<MapStatus | undefined>(numMaps).fill(undefined),
-      waiters: Array.from({ length: numMaps }, () => new Set<Waiter>()),
+      waiters: new Map(),
       failure: null,
     });
   }
@@ -102,8 +108,8 @@ export class MapOutputTracker {
       );
     }
     entry.statuses[mapId] = status;
-    const waiters = entry.waiters[mapId]!;
-    entry.waiters[mapId] = new Set();
+    const waiters = entry.waiters.get(mapId) ?? [];
+    entry.waiters.delete(mapId);
     for (const waiter of waiters) waiter.resolve(status);
     return registered !== undefined && registered.id.attempt < attempt ? registered : undefined;
   }
@@ -159,7 +165,7 @@ export class MapOutputTracker {
   /** Readers waiting right now, over all shuffles (a closed reader leaves none behind). */
   get waiting(): number {
     let n = 0;
-    for (const entry of this.shuffles.values()) for (const set of entry.waiters) n += set.size;
+    for (const entry of this.shuffles.values()) for (const set of entry.waiters.values()) n += set.size;
     return n;
   }
 
@@ -187,10 +193,12 @@ export class MapOutputTracker {
     if (entry.failure !== null) return Promise.reject(entry.failure);
     if (signal?.aborted) return Promise.reject(abortedError(shuffleId, mapId));
     return new Promise<MapStatus>((resolve, reject) => {
-      const set = entry.waiters[mapId]!;
+      let set = entry.waiters.get(mapId);
+      if (set === undefined) entry.waiters.set(mapId, (set = new Set()));
       const onAbort = () => {
-        set.delete(waiter);
-        entry.waiters[mapId]!.delete(waiter);
+        const waiting = entry.waiters.get(mapId);
+        waiting?.delete(waiter);
+        if (waiting?.size === 0) entry.waiters.delete(mapId);
         reject(abortedError(shuffleId, mapId));
       };
       const waiter: Waiter = {
@@ -215,8 +223,8 @@ export class MapOutputTracker {
   }
 
   private rejectAll(entry: ShuffleEntry, error: ShuffleError): void {
-    const waiters = entry.waiters.flatMap((set) => [...set]);
-    entry.waiters.forEach((set) => set.clear());
+    const waiters = [...entry.waiters.values()].flatMap((set) => [...set]);
+    entry.waiters.clear();
     for (const waiter of waiters) waiter.reject(error);
   }
 }

@@ -1,8 +1,8 @@
 import { isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker, type ResourceLimits } from 'node:worker_threads';
-import type { RecordBatch, Schema } from 'apache-arrow';
-import { deserializeError, ShuffleError } from '../errors.js';
+import { util, type RecordBatch, type Schema } from 'apache-arrow';
+import { atMapOutput, deserializeError, ShuffleError } from '../errors.js';
 import { encodeSchemaMessage } from '../format/ipc-message.js';
 import { batchToTransferable, type TransferMode } from './batch-transfer.js';
 import { assertMapOutputId, idLocation, type MapOutputId } from './map-output-id.js';
@@ -135,6 +135,7 @@ export class MapTaskPool {
   private closed = false;
 
   constructor(private readonly options: MapTaskPoolOptions) {
+    if (typeof options !== 'object' || options === null) throw new ShuffleError('CS_INVALID_ARGUMENT', 'MapTaskPool takes an options object { threads, memoryBytes }');
     if (!(Number.isInteger(options.threads) && options.threads >= 1)) {
       throw new ShuffleError('CS_INVALID_ARGUMENT', `threads must be an integer >= 1, got ${String(options.threads)}`);
     }
@@ -147,8 +148,10 @@ export class MapTaskPool {
 
   /** Submits a map task: `input` is read (and its batches sent to a worker) once a thread is free. */
   run(spec: MapTaskSpec, input: Input, options: MapTaskRunOptions = {}): MapTask {
+    if (typeof spec !== 'object' || spec === null) throw new ShuffleError('CS_INVALID_ARGUMENT', 'run() takes a map task spec object');
     assertMapOutputId(spec.id);
     if (this.closed) throw new ShuffleError('CS_ABORTED', 'the map task pool is closed', idLocation(spec.id));
+    const task = workerTask(spec);
     let resolve!: (status: MapStatus) => void;
     let reject!: (error: Error) => void;
     const status = new Promise<MapStatus>((res, rej) => {
@@ -157,7 +160,7 @@ export class MapTaskPool {
     });
     const run: TaskRun = {
       spec,
-      task: workerTask(spec),
+      task,
       input,
       options,
       progress: { inputBatches: 0, inputRows: 0, batches: 0, rows: 0 },
@@ -336,7 +339,7 @@ export class MapTaskPool {
     if (run.inputError !== undefined) {
       return new ShuffleError('CS_MAP_TASK_FAILED', `the map task's input failed: ${messageOf(run.inputError)}`, where, { cause: run.inputError });
     }
-    if (error instanceof ShuffleError) return error;
+    if (error instanceof ShuffleError) return atMapOutput(error, { shuffle: run.spec.id.shuffleId, map: run.spec.id.mapId, attempt: run.spec.id.attempt });
     return new ShuffleError('CS_MAP_TASK_FAILED', `the map task failed in its worker: ${error.message}`, where, { cause: error });
   }
 
@@ -398,11 +401,27 @@ export class MapTaskPool {
   }
 }
 
+/**
+ * What a worker is sent of a spec (plain, structured-cloneable data). Refuses,
+ * with CS_INVALID_ARGUMENT and at once, what could not be sent: an
+ * outputSchema that is not an arrow-js Schema, anything that does not
+ * structured-clone (a function in the transform's args crashed the process:
+ * the worker's start message threw where nothing caught it).
+ */
 function workerTask(spec: MapTaskSpec): WorkerTask {
+  const where = idLocation(spec.id);
   const task: WorkerTask = writerSpecOf(spec);
-  if (spec.outputSchema !== undefined) task.outputSchema = encodeSchemaMessage(spec.outputSchema);
+  if (spec.outputSchema !== undefined) {
+    if (!util.isArrowSchema(spec.outputSchema)) throw new ShuffleError('CS_INVALID_ARGUMENT', "the task's outputSchema must be an Arrow Schema", where);
+    task.outputSchema = encodeSchemaMessage(spec.outputSchema);
+  }
   if (spec.transform !== undefined) {
     task.transform = { module: moduleHref(spec.transform.module), export: spec.transform.export ?? 'default', args: spec.transform.args };
+  }
+  try {
+    structuredClone(task);
+  } catch (cause) {
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `the task spec cannot be sent to a worker thread (its transform args and options must structured-clone): ${messageOf(cause)}`, where, { cause });
   }
   return task;
 }

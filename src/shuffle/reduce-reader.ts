@@ -26,7 +26,7 @@ export interface ReduceReaderOptions {
   concurrency?: number;
   /** Merge small batches, across map outputs, into batches of about this many rows (default: as stored). */
   coalesceRows?: number;
-  /** With a locator: fail with CS_MAP_OUTPUT_TIMEOUT if some map output is still not committed this long after reading began (default 120 s). */
+  /** With a locator: fail with CS_MAP_OUTPUT_TIMEOUT if some map output is still not committed this long after reading began (default 120 s; at most 2^31 - 1, or Infinity: no timeout). */
   waitTimeoutMs?: number;
   /** Aborting it stops the reader at its next step with CS_ABORTED, releasing everything. */
   signal?: AbortSignal;
@@ -68,6 +68,9 @@ interface Source {
   pending: Promise<void>;
 }
 
+/** The longest delay setTimeout keeps (a longer one fires after 1 ms, with a warning). */
+const MAX_TIMER_MS = 0x7fffffff;
+
 /**
  * Reads partition p (or a range of partitions) across all the map outputs of a
  * shuffle as one stream of RecordBatches (Sail's merged stream): several map
@@ -102,6 +105,11 @@ export class ReduceReader implements AsyncIterableIterator<RecordBatch> {
   private readonly generator: AsyncGenerator<RecordBatch>;
 
   constructor(private readonly options: ReduceReaderOptions) {
+    if (typeof options !== 'object' || options === null) throw new ShuffleError('CS_INVALID_ARGUMENT', 'ReduceReader takes an options object { maps, partitions, ... }');
+    const { maps } = options;
+    if (!Array.isArray(maps) && !(typeof maps === 'object' && maps !== null && typeof (maps as MapOutputLocator).numMaps === 'number')) {
+      throw new ShuffleError('CS_INVALID_ARGUMENT', `maps must be an array of map statuses or a tracker's locator, got ${maps === null ? 'null' : typeof maps}`);
+    }
     const range = typeof options.partitions === 'number' ? { start: options.partitions, end: options.partitions + 1 } : options.partitions;
     if (!(Number.isInteger(range?.start) && Number.isInteger(range?.end) && range.start >= 0 && range.start < range.end)) {
       throw new ShuffleError('CS_INVALID_ARGUMENT', `partitions must be a partition number or a non-empty range {start, end}, got ${JSON.stringify(options.partitions)}`);
@@ -111,8 +119,10 @@ export class ReduceReader implements AsyncIterableIterator<RecordBatch> {
     this.concurrency = options.concurrency ?? DEFAULT_REDUCE_CONCURRENCY;
     positiveInteger('concurrency', this.concurrency);
     if (options.coalesceRows !== undefined) positiveInteger('coalesceRows', options.coalesceRows);
-    if (options.waitTimeoutMs !== undefined && !(options.waitTimeoutMs >= 0)) {
-      throw new ShuffleError('CS_INVALID_ARGUMENT', `waitTimeoutMs must be a number >= 0, got ${options.waitTimeoutMs}`);
+    // a timer of more than 2^31 - 1 ms fires at once in Node: such a wait is Infinity (no timeout) or refused
+    const wait = options.waitTimeoutMs;
+    if (wait !== undefined && !(wait === Infinity || (typeof wait === 'number' && wait >= 0 && wait <= MAX_TIMER_MS))) {
+      throw new ShuffleError('CS_INVALID_ARGUMENT', `waitTimeoutMs must be a number in [0, ${MAX_TIMER_MS}] or Infinity (wait as long as it takes), got ${String(wait)}`);
     }
     if (Array.isArray(options.maps)) this.checkStatuses(options.maps as readonly MapStatus[]);
     this.generator = this.run();
@@ -160,8 +170,8 @@ export class ReduceReader implements AsyncIterableIterator<RecordBatch> {
       if (this.options.signal?.aborted) stop.abort();
       if (Array.isArray(this.options.maps)) ready.push(...(this.options.maps as readonly MapStatus[]));
       else this.waitForOutputs(this.options.maps as MapOutputLocator, stop.signal, ready, unknown, poke, (e) => (failure ??= e));
-      if (unknown.size > 0) {
-        const timeoutMs = this.options.waitTimeoutMs ?? DEFAULT_MAP_OUTPUT_WAIT_MS;
+      const timeoutMs = this.options.waitTimeoutMs ?? DEFAULT_MAP_OUTPUT_WAIT_MS;
+      if (unknown.size > 0 && timeoutMs !== Infinity) {
         const locator = this.options.maps as MapOutputLocator;
         timer = setTimeout(() => {
           if (unknown.size === 0) return;

@@ -1,4 +1,4 @@
-import type { RecordBatch } from 'apache-arrow';
+import { util, type RecordBatch } from 'apache-arrow';
 import type { SerializedError } from '../errors.js';
 import type { CodecName } from '../format/codec.js';
 import { tableToIpcStream } from '../format/table-to-ipc.js';
@@ -86,8 +86,10 @@ export function writerSpecOf(spec: MapTaskWriterSpec): MapTaskWriterSpec {
 
 /** A range partitioning's Arrow bounds do not structured-clone: they cross as the bytes of an IPC stream. */
 function cloneablePartitioning(partitioning: Partitioning): Partitioning {
-  if (partitioning.kind !== 'range' || partitioning.bounds instanceof Uint8Array) return partitioning;
+  // anything but range bounds goes as it is: the worker's writer refuses a partitioning that is not one (validateOptions)
+  if (typeof partitioning !== 'object' || partitioning === null || partitioning.kind !== 'range') return partitioning;
   const { bounds } = partitioning;
+  if (!util.isArrowTable(bounds) && !util.isArrowRecordBatch(bounds)) return partitioning; // bytes, or what the worker's writer refuses
   return { ...partitioning, bounds: tableToIpcStream(bounds) };
 }
 
