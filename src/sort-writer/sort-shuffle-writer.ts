@@ -10,6 +10,7 @@ import { MERGE_WINDOW_SHARE, mergeBufferBytes, reserveMergeWindows, SpillFile, w
 import { columnIndex } from '../writer/column-index.js';
 import { assertDictionaryIndices } from '../writer/dictionary-indices.js';
 import { assertDistinctNames, assertInputBatch } from '../writer/input-batch.js';
+import { OneCallAtATime, type WriterState } from '../writer/writer-calls.js';
 import { createPartitioner, type Partitioner } from '../writer/partitioner.js';
 import { PartitionRows } from '../writer/partition-rows.js';
 import { sameSchema } from '../writer/same-schema.js';
@@ -59,7 +60,6 @@ function groupBytes(numPartitions: number): number {
 }
 const EMPTY: Uint8Array = new Uint8Array(0);
 
-type WriterState = 'open' | 'finishing' | 'finished' | 'aborted';
 
 /**
  * The sort-based row shuffle writer, after Spark's UnsafeShuffleWriter and
@@ -91,8 +91,7 @@ type WriterState = 'open' | 'finishing' | 'finished' | 'aborted';
  */
 export class SortShuffleWriter implements Reclaimable {
   private state: WriterState = 'open';
-  /** the write() or finish() running, if any (enter()) */
-  private running: 'write' | 'finish' | null = null;
+  private readonly calls = new OneCallAtATime(() => this.state);
   /** a spill asked for by another consumer failed: rows may be lost, the writer must not finish */
   private failure: unknown = null;
   private readonly numPartitions: number;
@@ -197,13 +196,8 @@ export class SortShuffleWriter implements Reclaimable {
    * batch's schema. A refused batch (schema, partition id) changes nothing and
    * the writer stays usable; any other failure (memory, disk) aborts the writer.
    */
-  async write(batch: RecordBatch): Promise<void> {
-    this.enter('write');
-    try {
-      await this.writeBatch(batch);
-    } finally {
-      this.running = null;
-    }
+  write(batch: RecordBatch): Promise<void> {
+    return this.calls.run('write', () => this.writeBatch(batch));
   }
 
   private async writeBatch(batch: RecordBatch): Promise<void> {
@@ -240,13 +234,8 @@ export class SortShuffleWriter implements Reclaimable {
   }
 
   /** Sorts and writes the rows in memory after each partition's spilled blocks into the data file, writes the index and checksums and commits. */
-  async finish(): Promise<ShuffleWriteResult> {
-    this.enter('finish');
-    try {
-      return await this.finishOutput();
-    } finally {
-      this.running = null;
-    }
+  finish(): Promise<ShuffleWriteResult> {
+    return this.calls.run('finish', () => this.finishOutput());
   }
 
   private async finishOutput(): Promise<ShuffleWriteResult> {
@@ -570,22 +559,6 @@ export class SortShuffleWriter implements Reclaimable {
     this.blockWriter = null;
     this.groups = null;
     this.reservation.free();
-  }
-
-  /**
-   * Starts a write() or finish(), on the calling tick: CS_WRITER_CLOSED once
-   * the writer is finishing, finished or aborted; CS_WRITER_BUSY while another
-   * call runs (the protocol is one call at a time; a second finish() would
-   * tear down the output the first one is committing).
-   */
-  private enter(call: 'write' | 'finish'): void {
-    if (this.state !== 'open') {
-      throw new ShuffleError('CS_WRITER_CLOSED', `cannot ${call}: the writer is ${this.state}`);
-    }
-    if (this.running !== null) {
-      throw new ShuffleError('CS_WRITER_BUSY', `cannot ${call}: ${this.running}() is still running (await each call before the next)`);
-    }
-    this.running = call;
   }
 
   private async assertUsable(action: string): Promise<void> {

@@ -30,6 +30,7 @@ import { InputStaging, MAX_STAGING_BYTES, MAX_STAGING_SHARE, MIN_STAGED_BATCHES,
 import { columnIndex } from './column-index.js';
 import { assertDictionaryIndices } from './dictionary-indices.js';
 import { assertDistinctNames, assertInputBatch } from './input-batch.js';
+import { OneCallAtATime, type WriterState } from './writer-calls.js';
 import { createPartitioner, type Partitioner } from './partitioner.js';
 import { PartitionRows } from './partition-rows.js';
 import { sameSchema } from './same-schema.js';
@@ -72,7 +73,6 @@ interface PartitionBuffer {
   busy: number;
 }
 
-type WriterState = 'open' | 'finishing' | 'finished' | 'aborted';
 
 /**
  * The columnar hash shuffle writer (Gluten's VeloxHashShuffleWriter): for each
@@ -94,8 +94,7 @@ type WriterState = 'open' | 'finishing' | 'finished' | 'aborted';
  */
 export class ShuffleWriter implements Reclaimable {
   private state: WriterState = 'open';
-  /** the write() or finish() running, if any (enter()) */
-  private running: 'write' | 'finish' | null = null;
+  private readonly calls = new OneCallAtATime(() => this.state);
   /** set when a spill asked for by another writer failed in a way that cost this writer rows */
   private failure: unknown = null;
   private readonly options: Required<Omit<ShuffleWriterOptions, 'schema' | 'codec' | 'memoryPool' | 'overwrite'>>;
@@ -255,13 +254,8 @@ export class ShuffleWriter implements Reclaimable {
    * partition id) changes nothing, staged rows included, and the writer stays
    * usable; any other failure (memory, disk) aborts the writer.
    */
-  async write(batch: RecordBatch): Promise<void> {
-    this.enter('write');
-    try {
-      await this.writeBatch(batch);
-    } finally {
-      this.running = null;
-    }
+  write(batch: RecordBatch): Promise<void> {
+    return this.calls.run('write', () => this.writeBatch(batch));
   }
 
   private async writeBatch(batch: RecordBatch): Promise<void> {
@@ -315,13 +309,8 @@ export class ShuffleWriter implements Reclaimable {
   }
 
   /** Flushes every partition buffer, merges spilled and cached payloads into the data file, writes the index and checksums and commits. */
-  async finish(): Promise<ShuffleWriteResult> {
-    this.enter('finish');
-    try {
-      return await this.finishOutput();
-    } finally {
-      this.running = null;
-    }
+  finish(): Promise<ShuffleWriteResult> {
+    return this.calls.run('finish', () => this.finishOutput());
   }
 
   private async finishOutput(): Promise<ShuffleWriteResult> {
@@ -579,22 +568,6 @@ export class ShuffleWriter implements Reclaimable {
       buffer.filled = 0;
     }
     this.release(p, false, true);
-  }
-
-  /**
-   * Starts a write() or finish(), on the calling tick: CS_WRITER_CLOSED once
-   * the writer is finishing, finished or aborted; CS_WRITER_BUSY while another
-   * call runs (the protocol is one call at a time; a second finish() would
-   * tear down the output the first one is committing).
-   */
-  private enter(call: 'write' | 'finish'): void {
-    if (this.state !== 'open') {
-      throw new ShuffleError('CS_WRITER_CLOSED', `cannot ${call}: the writer is ${this.state}`);
-    }
-    if (this.running !== null) {
-      throw new ShuffleError('CS_WRITER_BUSY', `cannot ${call}: ${this.running}() is still running (await each call before the next)`);
-    }
-    this.running = call;
   }
 
   private async assertUsable(action: string): Promise<void> {
