@@ -97,7 +97,7 @@ export class BlockWriter {
    * partition) as blocks into `sink` and flushes it; adds each partition's
    * number of blocks to `blocks[p]`.
    */
-  async writeSorted(sorted: Uint32Array, count: number, pages: RowPages, sink: BlockSink, blocks: number[]): Promise<void> {
+  async writeSorted(sorted: Uint32Array, count: number, pages: RowPages, sink: BlockSink, blocks: Float64Array): Promise<void> {
     const { arena, arenaWords } = this;
     const { blockBytes, maxRows } = this.options;
     const queue: Promise<StagedBlock>[] = [];

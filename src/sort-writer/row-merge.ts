@@ -31,7 +31,7 @@ export class RowPartitionMerger implements BlockSink {
     /** read buffer for spilled segments */
     private readonly buffer: Uint8Array,
     /** rows each partition received (spilled or not): a partition without rows stays empty */
-    private readonly partitionRows: readonly number[],
+    private readonly partitionRows: ArrayLike<number>,
   ) {}
 
   async write(partition: number, chunks: readonly Uint8Array[]): Promise<void> {
