@@ -39,6 +39,8 @@ const CASES = {
   'small batches staged (1,000 rows at 1,000 partitions), unbounded pool, lz4': { limit: null, codec: 'lz4', batches: 62, rows: 1000, partitions: 1000 },
   'nested shape, spilling under 4 MiB, lz4, 200 partitions': { limit: 4 * MiB, codec: 'lz4', batches: 12, rows: 8192, partitions: 200, shape: 'nested' },
   'nested shape, no spill (unbounded pool), uncompressed, 8 partitions': { limit: null, codec: 'none', batches: 12, rows: 8192, partitions: 8, shape: 'nested' },
+  // the encoded dictionary batches (~4 MB) are released with the pool's reservation at finish: a finished writer kept them
+  'dictionary column with new values every batch, unbounded pool, uncompressed, 200 partitions': { limit: null, codec: 'none', batches: 16, rows: 8192, partitions: 200, shape: 'dictionary' },
   'sort writer, no spill (unbounded pool), lz4, 200 partitions': { limit: null, codec: 'lz4', batches: 16, rows: 8192, partitions: 200, writer: 'sort' },
   'sort writer, spilling under 4 MiB, zstd, 200 partitions': { limit: 4 * MiB, codec: 'zstd', batches: 20, rows: 8192, partitions: 200, writer: 'sort' },
   'sort writer, nested shape, spilling under 4 MiB, lz4, 200 partitions': { limit: 4 * MiB, codec: 'lz4', batches: 12, rows: 8192, partitions: 200, shape: 'nested', writer: 'sort' },

@@ -232,6 +232,7 @@ export class PayloadStore {
         output.endPartition();
       }
       await output.flush(); // nothing appended may point into the buffer once its memory is released
+      this.spillFile?.dropWindows(); // nor anything else: its views kept it alive, unreserved, until discard()
       this.reservation.recycler.give(buffer);
     } finally {
       this.reservation.shrink(bufferBytes);
@@ -245,6 +246,7 @@ export class PayloadStore {
     this.cached = this.cached.map(() => []);
     await Promise.allSettled(pending.map((p) => p.message));
     for (const payload of pending) this.release(payload);
+    pending.length = 0; // released payloads must not stay alive, unreserved, while the spill file is deleted below
     this.slabs.releaseAll();
     await this.spillFile?.delete();
     this.spillFile = null;

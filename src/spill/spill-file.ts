@@ -184,6 +184,11 @@ export class SpillFile {
    * into the windows: `sink.flush()` is awaited before any window is refilled.
    * A segment larger than its window is streamed through it.
    */
+  /** Forgets the read windows (views of the merge's buffer): call before that buffer is given back. */
+  dropWindows(): void {
+    this.windows = null;
+  }
+
   async copyPartition(partition: number, buffer: Uint8Array, sink: MergeSink): Promise<void> {
     const windowBytes = Math.floor(buffer.byteLength / Math.max(1, this.runs.length));
     if (this.windows === null || this.windows.length !== this.runs.length || this.windows[0]?.bytes.byteLength !== windowBytes) {

@@ -166,6 +166,14 @@ export class DictionaryTracker {
   /** Waits for every encoding and releases all the memory this tracker holds. */
   async release(): Promise<void> {
     await Promise.allSettled([...this.states.values()].flatMap((s) => s.chunks));
+    // what the reservation stops counting must go too (a finished writer kept its encoded dictionaries)
+    for (const s of this.states.values()) {
+      s.chunks = [];
+      s.values?.release();
+      s.values = null;
+      s.input = null;
+      s.remap = null;
+    }
     this.scratch.clear();
     this.reservation.shrink(this.held);
     this.held = 0;

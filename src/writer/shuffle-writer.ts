@@ -375,8 +375,10 @@ export class ShuffleWriter implements Reclaimable {
     this.state = 'aborted';
     await Promise.all(this.inFlight);
     await this.store.discard();
+    await this.dictionaries?.release();
     await this.output.abort();
     this.buffers.fill(undefined);
+    this.merged.fill(undefined);
     this.staging = null;
     this.reservation.free();
   }

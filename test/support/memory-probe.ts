@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { Dictionary, Int32, Int64, Table, Utf8, vectorFromArray, type RecordBatch } from 'apache-arrow';
 import { narrowBatch, nestedBatch } from '../../src/cli/demo-data.js';
 import type { CodecName } from '../../src/format/codec.js';
 import { MemoryPool } from '../../src/memory/memory-pool.js';
@@ -29,8 +30,8 @@ export interface ProbeConfig {
   batches: number;
   rows: number;
   partitions: number;
-  /** the input: the narrow shape (default) or the nested one (list, struct, map) */
-  shape?: 'narrow' | 'nested';
+  /** the input: the narrow shape (default), the nested one (list, struct, map), or a key and a dictionary column bringing new values every batch */
+  shape?: 'narrow' | 'nested' | 'dictionary';
   /** which writer (default hash, the columnar one) */
   writer?: WriterKind;
   /**
@@ -106,10 +107,17 @@ async function quiesce(pool: MemoryPool): Promise<void> {
 
 const arrayBuffers = () => process.memoryUsage().arrayBuffers;
 
+/** A key and a dictionary column whose rows / 2 values (60-byte strings) are new in every batch: the writer's dictionaries grow by ~250 KB a batch. */
+function dictionaryBatch(rows: number, seed: number): RecordBatch {
+  const values = Array.from({ length: rows }, (_, i) => `value ${seed} ${String(i >> 1).padStart(6, '0')} `.padEnd(60, 'x'));
+  return new Table({ key: vectorFromArray(Array.from({ length: rows }, (_, i) => BigInt(i * 7919 + seed)), new Int64()), d: vectorFromArray(values, new Dictionary(new Utf8(), new Int32())) }).batches[0]!;
+}
+
 export async function probe(config: ProbeConfig): Promise<ProbeReport> {
   const started = performance.now();
   const matrix = config.matrix === undefined ? null : new MatrixInput(config.matrix);
-  const input = matrix !== null ? [] : Array.from({ length: config.batches }, (_, i) => (config.shape === 'nested' ? nestedBatch : narrowBatch)(config.rows, 1000 + i));
+  const shapes = { narrow: narrowBatch, nested: nestedBatch, dictionary: dictionaryBatch };
+  const input = matrix !== null ? [] : Array.from({ length: config.batches }, (_, i) => shapes[config.shape ?? 'narrow'](config.rows, 1000 + i));
   let inputBytes = matrix?.inputBytes ?? 0;
   for (const batch of input) for (const child of batch.data.children) for (const b of [child.values, child.valueOffsets, child.nullBitmap]) inputBytes += b?.byteLength ?? 0;
   const batchCount = matrix?.numBatches ?? input.length;
