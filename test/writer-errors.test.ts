@@ -253,11 +253,11 @@ describe('an existing output', () => {
     expect(await readKeys(join(dir, 'out'))).toEqual([1, 2, 3]);
   });
 
-  test('finishing at the same time: one commits, the other is CS_OUTPUT_EXISTS, and the output is whole (never one\'s index over the other\'s data)', async () => {
+  test('finishing at the same time (the prefix spelled two ways): one commits, the other is CS_OUTPUT_EXISTS, and the output is whole (never one\'s index over the other\'s data)', async () => {
     for (let round = 0; round < 5; round++) {
       await removeDir(dir);
       dir = await makeTempDir();
-      const writers = await Promise.all([createShuffleWriter(kind, options()), createShuffleWriter(kind, options())]);
+      const writers = await Promise.all([createShuffleWriter(kind, options()), createShuffleWriter(kind, options({ outputPrefix: `${dir}/./out` }))]);
       await writers[0]!.write(ints('k', [1, 2, 3]));
       await writers[1]!.write(ints('k', [7, 8]));
       const outcomes = await Promise.allSettled(writers.map((w) => w.finish()));

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, open, rename, rm, stat, type FileHandle } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { crc32c } from '@node-rs/crc32';
 import { ioError, ShuffleError } from '../errors.js';
 import { writeChunks } from './write-chunks.js';
@@ -190,7 +190,7 @@ export class DataFileWriter {
       this.handle = null;
       await writeWhole(this.temp.checksum, encodeChecksums(this.checksums));
       await writeWhole(this.temp.index, encodeIndex(this.partitionLengths));
-      await oneCommitAtATime(this.paths.index, () => this.renameIntoPlace());
+      await oneCommitAtATime(resolve(this.paths.index), () => this.renameIntoPlace()); // one key per file, however the prefix was spelled
     } catch (error) {
       await this.abort();
       throw error;
