@@ -1,4 +1,5 @@
 import { Data, RecordBatch, Table, tableToIPC, Type, UnionMode, Vector, type DataType, type Struct, type Union } from 'apache-arrow';
+import { truncateBitmap } from 'apache-arrow/util/bit';
 import { ShuffleError } from '../errors.js';
 import { MAX_INLINE_BYTES, VIEW_BYTES, viewValueOf, type ViewValue } from './binary-view.js';
 
@@ -113,7 +114,7 @@ function compactViews(data: Data): Data {
       at += length;
     }
   }
-  const nullBitmap = data.nullCount > 0 ? bitsFrom(data.nullBitmap as Uint8Array, data.offset, data.length) : new Uint8Array(0);
+  const nullBitmap = data.nullCount > 0 ? truncateBitmap(data.offset, data.length, data.nullBitmap as Uint8Array) : new Uint8Array(0);
   return new Data(data.type, 0, data.length, data.nullCount, { [1]: compacted, [2]: nullBitmap }, [], undefined, longBytes > 0 ? [bytes] : []);
 }
 
@@ -129,13 +130,4 @@ function isListWithOffsets(type: DataType): boolean {
 /** Whether a view column is in `type`'s tree (not counting dictionaries, whose values are written on their own). */
 function containsView(type: DataType): boolean {
   return isView(type) || (type.children ?? []).some((field) => containsView(field.type as DataType));
-}
-
-/** Bits [offset, offset + length) of `bitmap`, from bit 0 of a new array. */
-function bitsFrom(bitmap: Uint8Array, offset: number, length: number): Uint8Array {
-  const out = new Uint8Array((length + 7) >>> 3);
-  for (let i = 0, bit = offset; i < length; i++, bit++) {
-    if (((bitmap[bit >>> 3]! >>> (bit & 7)) & 1) !== 0) out[i >>> 3]! |= 1 << (i & 7);
-  }
-  return out;
 }

@@ -241,11 +241,7 @@ export class SortShuffleWriter implements Reclaimable {
 
   private async finishOutput(): Promise<ShuffleWriteResult> {
     this.state = 'finishing'; // at once: a write() or finish() from now on is refused
-    if (this.failure !== null) {
-      const failure = this.failure;
-      await this.abort();
-      throw failure;
-    }
+    await this.throwIfFailed();
     try {
       if (this.outputSchema === null) throw new ShuffleError('CS_INVALID_ARGUMENT', 'finish() before any batch: pass `schema` to create() to write an empty output');
       while (this.spilling !== null) await this.spilling.catch(() => undefined); // a spill another consumer asked for
@@ -566,6 +562,11 @@ export class SortShuffleWriter implements Reclaimable {
     if (this.state !== 'open') {
       throw new ShuffleError('CS_WRITER_CLOSED', `cannot ${action}: the writer is ${this.state}`);
     }
+    await this.throwIfFailed();
+  }
+
+  /** A failure that came while no call ran (a spill another consumer asked for): the writer aborts and reports it. */
+  private async throwIfFailed(): Promise<void> {
     if (this.failure !== null) {
       const failure = this.failure;
       await this.abort();

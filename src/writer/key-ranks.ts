@@ -202,25 +202,23 @@ function boundValuesOf(type: DataType, chunks: readonly Data[], scratch: Scratch
     }
     case 'bytes': {
       // every valid value copied into one array, each a view of it (an array of its own each cost 10x the time)
-      const ranges: { data: Data; row: number; at: number; length: number }[] = [];
       let total = 0;
+      for (const data of chunks) {
+        const value = byteReader(data);
+        for (let i = 0; i < data.length; i++) if (nonNull(data, i)) total += value(i).length;
+      }
+      const copy = new Uint8Array(total);
+      const all: Uint8Array[] = [];
+      let at = 0;
       for (const data of chunks) {
         const value = byteReader(data);
         for (let i = 0; i < data.length; i++) {
           if (!nonNull(data, i)) continue;
-          const { length } = value(i);
-          ranges.push({ data, row: i, at: total, length });
-          total += length;
+          const { bytes, start, length } = value(i);
+          copy.set(bytes.subarray(start, start + length), at);
+          all.push(copy.subarray(at, (at += length)));
         }
       }
-      const copy = new Uint8Array(total);
-      let reader: { data: Data | null; value: (i: number) => ViewValue } = { data: null, value: () => ({ bytes: copy, start: 0, length: 0 }) };
-      const all = ranges.map(({ data, row, at, length }) => {
-        if (reader.data !== data) reader = { data, value: byteReader(data) };
-        const { bytes, start } = reader.value(row);
-        copy.set(bytes.subarray(start, start + length), at);
-        return copy.subarray(at, at + length);
-      });
       all.sort((a, b) => compareBytes(a, 0, a.byteLength, b));
       const sorted = all.filter((v, i) => i === 0 || compareBytes(all[i - 1]!, 0, all[i - 1]!.byteLength, v) < 0);
       const prefixes = Float64Array.from(sorted, (v) => prefixOf(v, 0, v.byteLength));

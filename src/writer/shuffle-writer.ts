@@ -315,11 +315,7 @@ export class ShuffleWriter implements Reclaimable {
 
   private async finishOutput(): Promise<ShuffleWriteResult> {
     this.state = 'finishing'; // at once: a write() or finish() from now on is refused
-    if (this.failure !== null) {
-      const failure = this.failure;
-      await this.abort();
-      throw failure;
-    }
+    await this.throwIfFailed();
     try {
       if (this.outputSchema === null) throw new ShuffleError('CS_INVALID_ARGUMENT', 'finish() before any batch: pass `schema` to create() to write an empty output');
       if (this.staging !== null) {
@@ -574,6 +570,11 @@ export class ShuffleWriter implements Reclaimable {
 
   private async assertUsable(action: string): Promise<void> {
     this.assertOpen(action);
+    await this.throwIfFailed();
+  }
+
+  /** A failure that came while no call ran (a spill another consumer asked for): the writer aborts and reports it. */
+  private async throwIfFailed(): Promise<void> {
     if (this.failure !== null) {
       await this.abort();
       throw this.failure;
