@@ -363,8 +363,8 @@ describe('a cached payload keeps its compressed size, not its arena, when it com
     const r = await cachedBytes((b) => b, 8);
     // 7 payloads of 128 KiB raw are cached (the last batch still sits in the partition buffer). What is
     // reserved: per-row scratch, identity and partition buffer (640 KiB), one slab with the 7 frames
-    // (256 KiB), and the partition's state (96 B). Their 7 arenas alone would be 1 MiB more; they are in the recycler instead.
-    expect(r.reserved).toBeLessThanOrEqual(896 * 1024 + 96);
+    // (256 KiB), and the partition's state (64 B). Their 7 arenas alone would be 1 MiB more; they are in the recycler instead.
+    expect(r.reserved).toBeLessThanOrEqual(896 * 1024 + 64);
     expect(r.idle, 'the arenas wait in the recycler for the next payloads').toBeGreaterThanOrEqual(7 * 128 * 1024);
     expect(r.readBack).toEqual(r.written);
   });

@@ -40,3 +40,24 @@ test('a spill asked for while another is on its way writes the payloads cached w
   const tags = Array.from({ length: data.byteLength / 8 }, (_, i) => data[i * 8]);
   expect(tags).toEqual([SCHEMA, 1, 2, 3, 4, 0xff]); // 0xff: the end-of-stream marker's continuation bytes
 });
+
+test('payloads made for partitions in any order, spilled or kept, are merged partition by partition in ascending order; a partition with none stays empty', async () => {
+  const pool = new MemoryPool(1 << 20);
+  const store = new PayloadStore(5, pool.register('store'), dir, { bufferBytes: 64 << 10, maxHeldBytes: Infinity }, 16 << 10, false);
+  store.add(3, message(31), 0);
+  store.add(1, message(11), 0);
+  const evicted = { encode: async () => ({ messages: [message(21)], batches: 1 }), written: () => undefined };
+  await store.spill(new Map([[2, evicted]])); // partition 2 has rows only in this run
+  store.add(3, message(32), 0);
+  store.add(0, message(1), 0);
+
+  const output = await DataFileWriter.create(join(dir, 'out'));
+  await store.merge(output, new Uint8Array(8).fill(SCHEMA));
+  const { partitionLengths } = await output.commit();
+  await store.discard();
+  const data = await readFile(join(dir, 'out.data'));
+  const tags = Array.from({ length: data.byteLength / 8 }, (_, i) => data[i * 8]);
+  expect(tags).toEqual([SCHEMA, 1, 0xff, SCHEMA, 11, 0xff, SCHEMA, 21, 0xff, SCHEMA, 31, 32, 0xff]);
+  expect(partitionLengths).toEqual([24, 24, 24, 32, 0]);
+  expect(Array.from(store.batchCounts)).toEqual([1, 1, 1, 2, 0]);
+});

@@ -67,8 +67,8 @@ test('reclaim frees merge buffers that hold capacity but no rows (emitted, kept 
   const held = pool.reserved;
   const freed = await writer.reclaim(Number.MAX_SAFE_INTEGER);
   expect(pool.reserved).toBeLessThanOrEqual(held - freed); // never claims more than it freed
-  // all that is left: the per-row scratch (8 rows x 12 B), the merger's row ids (40 x 4 B) and the partition's state (96 B)
-  expect(pool.reserved).toBe(8 * 12 + 40 * 4 + 96);
+  // all that is left: the per-row scratch (8 rows x 12 B), the merger's row ids (40 x 4 B) and the partition's state (64 B)
+  expect(pool.reserved).toBe(8 * 12 + 40 * 4 + 64);
   const result = await writer.finish();
   expect((await readAll(prefix)).flat()).toEqual(Array.from({ length: 48 }, (_, i) => i));
   expect(result.rows).toBe(48);

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { BinaryView, Field, Int32, List, makeData, makeTable, RecordBatch, Schema, Struct, Utf8, Utf8View, vectorFromArray } from 'apache-arrow';
+import { BinaryView, Data, Dictionary, Field, Int32, List, makeData, makeTable, RecordBatch, Schema, Struct, Utf8, Utf8View, vectorFromArray } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { createShuffleWriter, MemoryPool, ShuffleError, ShuffleReader, SortShuffleWriter, WRITER_KINDS, type ShuffleWriterOptions, type WriterKind } from '../src/index.js';
 import { MAX_PARTITIONS } from '../src/sort-writer/packed-pointer.js';
@@ -330,6 +330,29 @@ describe('what is not a batch, or not the batch its schema says, is refused', ()
     await expectCode(writer.write(lying), 'CS_INVALID_ARGUMENT', /column 1 \("s"\) of the batch holds Int32 data, its schema says Utf8/);
     await writer.abort();
   });
+
+  test.each([
+    ['a batch made of Vectors (the RecordBatch constructor takes them as they are; both writers threw a TypeError)', () => new RecordBatch({ k: vectorFromArray([1, 2], new Int32()) } as never), /column "k" of the batch is a Vector, not Arrow Data \(.*vector\.data\[0\]\)/],
+    [
+      'a struct column with a Vector child',
+      () => {
+        const type = new Struct([new Field('a', new Int32())]);
+        const s = makeData({ type, length: 2, nullCount: 0, children: [vectorFromArray([1, 2], new Int32()) as never] });
+        return new RecordBatch({ k: ints('k', [1, 2]).data.children[0]!, s });
+      },
+      /column "s\.a" of the batch is a Vector/,
+    ],
+    [
+      'a dictionary column without its dictionary (Data made by its constructor, not makeData)',
+      () => new RecordBatch({ k: ints('k', [1, 2]).data.children[0]!, d: new Data(new Dictionary(new Utf8(), new Int32()), 0, 2, 0, [undefined, Int32Array.of(0, 0)]) }),
+      /column "d" of the batch is a dictionary column without its dictionary/,
+    ],
+  ])('%s is CS_INVALID_ARGUMENT naming the column, and the writer stays usable', async (_, batch, message) => {
+    const writer = await createShuffleWriter(kind, options({ partitioning: { kind: 'round-robin' } }));
+    await expectCode(writer.write(batch()), 'CS_INVALID_ARGUMENT', message);
+    await writer.write(ints('k', [5]));
+    expect((await writer.finish()).rows).toBe(1);
+  });
 });
 
 describe('options outside their domain are CS_INVALID_ARGUMENT naming them', () => {
@@ -364,8 +387,18 @@ describe("the writer's memory for its partitions is reserved in its pool", () =>
   test('from create() on: the pool holds it before any batch, and gives it back at finish', async () => {
     const pool = new MemoryPool(64 * 1024 * 1024);
     const writer = await createShuffleWriter(kind, options({ numPartitions: 100_000, partitioning: { kind: 'round-robin' }, memoryPool: pool }));
-    expect(pool.reserved).toBeGreaterThanOrEqual(100_000 * (kind === 'hash' ? 96 : 16));
+    expect(pool.reserved).toBeGreaterThanOrEqual(100_000 * (kind === 'hash' ? 64 : 16));
     await writer.write(ints('k', [1, 2, 3]));
+    await writer.finish();
+    expect(pool.reserved).toBe(0);
+  });
+
+  test.runIf(kind === 'hash')('each dictionary column adds its own per-partition state, held from the first batch on', async () => {
+    const pool = new MemoryPool(64 * 1024 * 1024);
+    const writer = await createShuffleWriter(kind, options({ numPartitions: 100_000, partitioning: { kind: 'round-robin' }, memoryPool: pool }));
+    const words = () => vectorFromArray(['a', 'b', 'a'], new Dictionary(new Utf8(), new Int32())).data[0]!;
+    await writer.write(new RecordBatch({ k: vectorFromArray([1, 2, 3], new Int32()).data[0]!, d1: words(), d2: words(), d3: words() }));
+    expect(pool.reserved).toBeGreaterThanOrEqual(100_000 * (64 + 3 * 8));
     await writer.finish();
     expect(pool.reserved).toBe(0);
   });

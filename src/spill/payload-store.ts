@@ -48,14 +48,19 @@ interface CachedPayload {
  * compression output) and what it keeps.
  */
 export class PayloadStore {
-  private cached: CachedPayload[][];
+  /**
+   * Payloads in memory, by partition: only partitions that have some are keys
+   * (a list per partition took 40 B of heap each, 670 MB at 2^24 partitions).
+   */
+  private cached = new Map<number, CachedPayload[]>();
+  private readonly numPartitions: number;
   private spillFile: SpillFile | null = null;
   private cachedBytes = 0;
   /** bytes of the slab ranges cached payloads hold */
   private slabbedBytes = 0;
   private readonly slabs: SlabAllocator;
   /** payloads per partition, spilled or not */
-  readonly batchCounts: number[];
+  readonly batchCounts: Float64Array;
   spilledBytes = 0;
   /** set once the merge starts: from then on nothing may move to a new spill file */
   private merging = false;
@@ -76,8 +81,8 @@ export class PayloadStore {
     /** whether payloads that compressed well leave their arenas (compact()): under a memory limit */
     private readonly compacting: boolean,
   ) {
-    this.cached = Array.from({ length: numPartitions }, () => []);
-    this.batchCounts = new Array<number>(numPartitions).fill(0);
+    this.numPartitions = numPartitions;
+    this.batchCounts = new Float64Array(numPartitions);
     this.slabs = new SlabAllocator(reservation, slabBytes);
   }
 
@@ -109,7 +114,9 @@ export class PayloadStore {
    */
   add(p: number, message: EncodedMessage | Promise<EncodedMessage>, reserved: number, isBatch = true, range: SlabRange | null = null): void {
     const payload: CachedPayload = { message, reserved, range, settled: null };
-    this.cached[p]!.push(payload);
+    const list = this.cached.get(p);
+    if (list === undefined) this.cached.set(p, [payload]);
+    else list.push(payload);
     if (isBatch) this.batchCounts[p]!++;
     this.cachedBytes += reserved;
     if (range !== null) this.slabbedBytes += range.bytes.byteLength;
@@ -139,15 +146,15 @@ export class PayloadStore {
     // The payloads are taken now, with the evicted rows: a payload added while an earlier run is still
     // on its way is newer than them, and written before them it put a partition's rows out of order.
     const taken = this.cached;
-    this.cached = taken.map(() => []);
+    this.cached = new Map();
     // one run at a time: a reclaim asked for by another consumer may come while finish() spills
     const run = this.spilling.then(() => this.spillRun(taken, extra));
     this.spilling = run.catch(() => undefined);
     return run;
   }
 
-  private async spillRun(taken: CachedPayload[][], extra: ReadonlyMap<number, ExtraMessages>): Promise<number> {
-    const partitions = taken.map((list, p) => (list.length > 0 || extra.has(p) ? p : -1)).filter((p) => p >= 0);
+  private async spillRun(taken: ReadonlyMap<number, CachedPayload[]>, extra: ReadonlyMap<number, ExtraMessages>): Promise<number> {
+    const partitions = [...new Set([...taken.keys(), ...extra.keys()])].sort((a, b) => a - b);
     if (partitions.length === 0) return this.slabs.trim();
     let released = 0;
     try {
@@ -158,7 +165,7 @@ export class PayloadStore {
       const encodings = new Map([...extra].map(([p, more]) => [p, more.encode()]));
       for (const p of partitions) {
         const chunks: Uint8Array[] = [];
-        for (const payload of taken[p]!) {
+        for (const payload of taken.get(p) ?? []) {
           const message = await this.messageOf(payload);
           for (const chunk of message.chunks) chunks.push(chunk);
         }
@@ -173,10 +180,10 @@ export class PayloadStore {
     } catch (error) {
       // the run is dropped and the payloads stay cached, ahead of any added meanwhile
       this.spillFile?.abandonRun();
-      taken.forEach((list, p) => this.cached[p]!.unshift(...list));
+      for (const [p, list] of taken) this.cached.set(p, [...list, ...(this.cached.get(p) ?? [])]);
       throw error;
     }
-    for (const list of taken) for (const payload of list) released += this.release(payload);
+    for (const list of taken.values()) for (const payload of list) released += this.release(payload);
     return released + this.slabs.trim(); // a spill is a reclaim: the slab being filled goes too, if it is empty
   }
 
@@ -218,12 +225,12 @@ export class PayloadStore {
     const buffer = this.reservation.recycler.take(bufferBytes);
     const sink = { append: (bytes: Uint8Array) => output.append(bytes), flush: () => output.flush() };
     try {
-      for (let p = 0; p < this.cached.length; p++) {
+      for (let p = 0; p < this.numPartitions; p++) {
         output.beginPartition(p);
         if (this.batchCounts[p]! > 0) {
           await output.append(schemaMessage);
           await this.spillFile?.copyPartition(p, buffer, sink);
-          for (const payload of this.cached[p]!) {
+          for (const payload of this.cached.get(p) ?? []) {
             const message = await this.messageOf(payload);
             for (const chunk of message.chunks) await output.append(chunk);
           }
@@ -242,8 +249,8 @@ export class PayloadStore {
   /** Deletes the spill files and forgets every payload (after merge, or on abort). */
   async discard(): Promise<void> {
     await this.spilling; // a run on its way holds payloads taken out of the lists below
-    const pending = this.cached.flat();
-    this.cached = this.cached.map(() => []);
+    const pending = [...this.cached.values()].flat();
+    this.cached = new Map();
     await Promise.allSettled(pending.map((p) => p.message));
     for (const payload of pending) this.release(payload);
     pending.length = 0; // released payloads must not stay alive, unreserved, while the spill file is deleted below

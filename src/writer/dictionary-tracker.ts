@@ -63,8 +63,9 @@ interface DictionaryState {
  * Protocol: `register` every dictionary of a batch before it is split (on
  * "overflow": flush, `restart(id)`, register again), `remap(id)` while
  * planning its split, `messagesFor(p)` right before each payload of partition
- * p is stored, `release()` at the end. Memory: the encoded dictionary batches
- * are reserved in the writer's reservation until `release`.
+ * p is stored, `release()` at the end. Memory: the encoded dictionary batches,
+ * and from the first `register` on the per-partition state (8 bytes a
+ * partition and dictionary), are reserved in the writer's reservation until `release`.
  */
 export class DictionaryTracker {
   private readonly states = new Map<number, DictionaryState>();
@@ -72,10 +73,12 @@ export class DictionaryTracker {
   private readonly scratch: ScratchSelections;
   /** bytes this tracker holds in the reservation */
   private held = 0;
+  /** whether the per-partition state is in `held` */
+  private stateHeld = false;
 
   constructor(
     layouts: readonly DictionaryLayout[],
-    numPartitions: number,
+    private readonly numPartitions: number,
     private readonly reservation: MemoryReservation,
     private readonly codec: Codec | null,
     private readonly policy: CompressionPolicy = STORE_RAW,
@@ -108,6 +111,11 @@ export class DictionaryTracker {
    * at: nothing has changed then.
    */
   async register(id: number, dictionary: Vector): Promise<'ok' | 'overflow'> {
+    if (!this.stateHeld) {
+      // 10 dictionary columns at 1,000,000 partitions keep 80 MB
+      await this.hold(PARTITION_STATE_BYTES * this.numPartitions * this.states.size);
+      this.stateHeld = true;
+    }
     const s = this.state(id);
     if (dictionary === s.input) return 'ok';
     const inputLength = dictionary.length;
@@ -256,6 +264,9 @@ export class DictionaryTracker {
     this.held -= bytes;
   }
 }
+
+/** A dictionary's state per partition: its sentEpoch and sentChunks entries. */
+const PARTITION_STATE_BYTES = 8;
 
 /** The largest index the dictionary's index type (and the int32 remap) can hold. */
 function maxIndex(layout: DictionaryLayout): number {
