@@ -141,7 +141,7 @@ function rowsOf(table: Table): unknown[] {
 }
 
 /** A partition's IPC stream turned into an Arrow file (what pyarrow's Feather V2 writer makes, LZ4 included). */
-function streamToFile(stream: Uint8Array, schema: Schema): Uint8Array {
+function streamToFile(stream: Uint8Array, schema: Schema, blockOffset: (offset: number) => number = (offset) => offset): Uint8Array {
   const parts: Uint8Array[] = [Buffer.from('ARROW1\0\0')];
   const blocks: FileBlock[] = [];
   let offset = 8;
@@ -152,7 +152,7 @@ function streamToFile(stream: Uint8Array, schema: Schema): Uint8Array {
     const message = Message.decode(stream.subarray(position + frame.prefixLength, metadataEnd));
     const end = metadataEnd + Number(message.bodyLength);
     if (message.isRecordBatch()) {
-      blocks.push(new FileBlock(frame.prefixLength + frame.metadataLength, message.bodyLength, offset));
+      blocks.push(new FileBlock(frame.prefixLength + frame.metadataLength, message.bodyLength, blockOffset(offset)));
       parts.push(stream.subarray(position, end));
       offset += end - position;
     }
@@ -767,6 +767,22 @@ describe('errors', () => {
     const run = await cli('write', cut, '-p', '2', '-k', 'id', '-o', join(dir, 'x'));
     expect(run.code).toBe(1);
     expect(errorLine(run)).toMatch(/CS_CORRUPT_DATA: .*truncated/);
+  });
+
+  test.each([
+    // arrow-js threw a TypeError listing the blocks; its FileBlock cannot even encode one, so the footer's bytes are patched
+    ['beyond 2^53', 0x0a0b0c0d0e, (file: Buffer) => file.writeUInt8(1, file.indexOf(Buffer.from([0x0e, 0x0d, 0x0c, 0x0b, 0x0a, 0, 0, 0])) + 7)],
+    ['negative', -8, () => undefined],
+  ])("an Arrow file whose footer puts a batch at an offset %s is CS_CORRUPT_DATA naming the file, and leaves no output", async (_, offset, patch) => {
+    const bad = join(dir, 'bad-block.arrow');
+    const file = Buffer.from(streamToFile(tableToIPC(INPUT, 'stream'), INPUT.schema, () => offset));
+    patch(file);
+    await writeFile(bad, file);
+    const before = await readdir(dir);
+    const run = await cli('write', bad, '-p', '2', '-k', 'id', '-o', join(dir, 'bad-block'));
+    expect(run.code).toBe(1);
+    expect(errorLine(run)).toMatch(/CS_CORRUPT_DATA: .*bad-block\.arrow/);
+    expect(await readdir(dir)).toEqual(before);
   });
 
   test('a missing input file is CS_FILE_NOT_FOUND', async () => {

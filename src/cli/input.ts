@@ -159,11 +159,17 @@ class InputFile implements ArrowInput {
   /** Dictionaries first, then record batches, as the footer lists them. */
   private async *fileMessages(): AsyncGenerator<MessageAt> {
     const footer = this.footer!;
-    const blocks = [...footer.dictionaryBatches(), ...footer.recordBatches()];
+    let blocks: { offset: number }[];
+    try {
+      // arrow-js reads each block's 64-bit offset as it lists them, and throws on one beyond 2^53
+      blocks = [...footer.dictionaryBatches(), ...footer.recordBatches()].map((block) => ({ offset: Number(block.offset) }));
+    } catch (cause) {
+      throw this.corrupt(`unreadable Arrow file footer: ${(cause as Error).message}`, this.size - 10);
+    }
     for (const block of blocks) {
-      const next = await this.readMessage(Number(block.offset));
+      const next = await this.readMessage(block.offset);
       if (!('message' in next)) {
-        throw this.corrupt(`the footer points at no message: ${'invalid' in next ? next.invalid : 'end of stream'}`, Number(block.offset));
+        throw this.corrupt(`the footer points at no message: ${'invalid' in next ? next.invalid : 'end of stream'}`, block.offset);
       }
       yield next;
     }
