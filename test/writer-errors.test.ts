@@ -1,5 +1,6 @@
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { BinaryView, Data, Dictionary, Field, Int32, List, makeData, makeTable, RecordBatch, Schema, Struct, Utf8, Utf8View, vectorFromArray } from 'apache-arrow';
+import { BinaryView, Data, Dictionary, Field, Int32, Int64, List, makeData, makeTable, RecordBatch, Schema, Struct, Utf8, Utf8View, vectorFromArray } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { createShuffleWriter, MemoryPool, ShuffleError, ShuffleReader, SortShuffleWriter, WRITER_KINDS, type ShuffleWriterOptions, type WriterKind } from '../src/index.js';
 import { MAX_PARTITIONS } from '../src/sort-writer/packed-pointer.js';
@@ -331,6 +332,17 @@ describe('what is not a batch, or not the batch its schema says, is refused', ()
     await writer.abort();
   });
 
+  test('a schema or batch made by another copy of apache-arrow (require() beside import) is CS_INVALID_ARGUMENT saying so (its Int64 was written as Uint0)', async () => {
+    const foreign = createRequire(import.meta.url)('apache-arrow') as typeof import('apache-arrow');
+    const table = new foreign.Table({ k: foreign.vectorFromArray([1n, 2n], new foreign.Int64()) });
+    expect(table.getChild('k')!.type).not.toBeInstanceOf(Int64); // two copies indeed
+    await expectCode(createShuffleWriter(kind, options({ schema: table.schema as never })), 'CS_INVALID_ARGUMENT', /column "k" has a type made by another copy of apache-arrow/);
+    const writer = await createShuffleWriter(kind, options());
+    await expectCode(writer.write(table.batches[0] as never), 'CS_INVALID_ARGUMENT', /another copy of apache-arrow/);
+    await writer.abort();
+    expect(await listFiles(dir)).toEqual([]);
+  });
+
   test.each([
     ['a batch made of Vectors (the RecordBatch constructor takes them as they are; both writers threw a TypeError)', () => new RecordBatch({ k: vectorFromArray([1, 2], new Int32()) } as never), /column "k" of the batch is a Vector, not Arrow Data \(.*vector\.data\[0\]\)/],
     [
@@ -368,6 +380,7 @@ describe('options outside their domain are CS_INVALID_ARGUMENT naming them', () 
     ['numPartitions 2^24 + 1', { numPartitions: 2 ** 24 + 1 }],
     ['concurrentTasks 1.5', { concurrentTasks: 1.5 }],
     ['minCompressionSavings as a string', { minCompressionSavings: '0.5' }],
+    ["an outputPrefix that names a directory ('out/' made hidden files out/.data, out/.index)", { outputPrefix: 'out/' }],
   ])('%s', async (_, overrides) => {
     const given = overrides === undefined ? undefined : { ...options(), ...overrides };
     await expectCode(createShuffleWriter(kind, given as never), 'CS_INVALID_ARGUMENT');

@@ -9,7 +9,7 @@ import { defaultMemoryPool } from '../memory/default-pool.js';
 import { MERGE_WINDOW_SHARE, mergeBufferBytes, reserveMergeWindows, SpillFile, windowsWanted } from '../spill/spill-file.js';
 import { columnIndex } from '../writer/column-index.js';
 import { assertDictionaryIndices } from '../writer/dictionary-indices.js';
-import { assertDistinctNames, assertInputBatch } from '../writer/input-batch.js';
+import { assertWritableSchema, assertInputBatch } from '../writer/input-batch.js';
 import { OneCallAtATime, type WriterState } from '../writer/writer-calls.js';
 import { createPartitioner, type Partitioner } from '../writer/partitioner.js';
 import { PartitionRows } from '../writer/partition-rows.js';
@@ -608,7 +608,7 @@ function validateSortOptions(options: SortShuffleWriterOptions): void {
 /** Everything about a schema that can be refused before any data is touched. */
 function checkSchema(schema: Schema, options: Pick<ShuffleWriterOptions, 'partitioning' | 'numPartitions'>): void {
   if (schema.fields.length === 0) throw new ShuffleError('CS_INVALID_ARGUMENT', 'the input has no columns (an empty schema)');
-  assertDistinctNames(schema);
+  assertWritableSchema(schema);
   const pidColumn = options.partitioning.kind === 'partition-id' ? columnIndex(schema, options.partitioning.column) : -1;
   rowLayoutOf(schema.fields.filter((_, i) => i !== pidColumn));
   createPartitioner(options.partitioning, schema, options.numPartitions, 0);

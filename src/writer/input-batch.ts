@@ -1,4 +1,4 @@
-import { DataType, util, type Data, type RecordBatch, type Schema } from 'apache-arrow';
+import { Data, DataType, RecordBatch, type Field, type Schema } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
 import { sameType } from './same-schema.js';
 
@@ -14,7 +14,7 @@ import { sameType } from './same-schema.js';
  * as they are), and a dictionary column without its dictionary.
  */
 export function assertInputBatch(batch: unknown, call: string): asserts batch is RecordBatch {
-  if (!util.isArrowRecordBatch(batch)) {
+  if (!(batch instanceof RecordBatch)) {
     const what = batch === null ? 'null' : typeof batch === 'object' ? (batch.constructor?.name ?? 'an object') : typeof batch;
     throw new ShuffleError('CS_INVALID_ARGUMENT', `${call}() takes an Arrow RecordBatch, got ${what}`);
   }
@@ -32,9 +32,18 @@ export function assertInputBatch(batch: unknown, call: string): asserts batch is
   });
 }
 
+/**
+ * Why an Arrow type of another copy of apache-arrow is refused: arrow-js
+ * tells types apart with instanceof, which it lets work across copies for
+ * Schema, Field, Data, RecordBatch and Table but not for DataType, so such
+ * types read as unknown ones here.
+ */
+export const OTHER_ARROW_COPY =
+  'made by another copy of apache-arrow than the one this library loads (a require() and an import of it in one process load two): make it with the same copy';
+
 /** Refuses a column tree with a node that is not Data, or a dictionary without its dictionary. */
 function assertColumnData(data: unknown, path: string): void {
-  if (!isData(data)) {
+  if (!(data instanceof Data)) {
     const what = data === null || data === undefined ? String(data) : ((data as object).constructor?.name ?? typeof data);
     const hint = what === 'Vector' ? ` (a RecordBatch made of Vectors: pass their Data, vector.data[0])` : '';
     throw new ShuffleError('CS_INVALID_ARGUMENT', `column "${path}" of the batch is a ${what}, not Arrow Data${hint}`, { column: path });
@@ -46,21 +55,32 @@ function assertColumnData(data: unknown, path: string): void {
   data.children.forEach((child, i) => assertColumnData(child, `${path}.${fields[i]?.name ?? i}`));
 }
 
-/** Data by its shape: apache-arrow may be loaded twice (as util.isArrowRecordBatch allows), and a Vector has neither. */
-function isData(value: unknown): value is Data {
-  const data = value as Partial<Data> | null | undefined;
-  return typeof data === 'object' && data !== null && Array.isArray(data.children) && typeof data.offset === 'number' && data.type instanceof Object;
-}
-
 function isDictionaryVector(value: unknown): boolean {
   return typeof value === 'object' && value !== null && Array.isArray((value as { data?: unknown }).data);
 }
 
-/** Refuses a schema with two columns of one name (CS_INVALID_ARGUMENT): Arrow IPC readers merge them, so no reader could read the output. */
-export function assertDistinctNames(schema: Schema): void {
+/**
+ * Refuses, with CS_INVALID_ARGUMENT, a schema no writer can write:
+ * - two columns of one name: Arrow IPC readers merge them, so no reader could read the output;
+ * - a type made by another copy of apache-arrow (see OTHER_ARROW_COPY): the
+ *   writers wrote an Int64 column as Uint0 and a Float64 one as Float16.
+ */
+export function assertWritableSchema(schema: Schema): void {
   const seen = new Set<string>();
   for (const field of schema.fields) {
     if (seen.has(field.name)) throw new ShuffleError('CS_INVALID_ARGUMENT', `the schema has two columns named "${field.name}"`, { column: field.name });
     seen.add(field.name);
+    assertOwnTypes(field, field.name);
   }
+}
+
+function assertOwnTypes(field: Field, path: string): void {
+  const type: unknown = field.type;
+  if (!(type instanceof DataType)) {
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `column "${path}" has a type ${OTHER_ARROW_COPY}`, { column: path });
+  }
+  if (DataType.isDictionary(type) && !(type.dictionary instanceof DataType)) {
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `column "${path}" has a dictionary value type ${OTHER_ARROW_COPY}`, { column: path });
+  }
+  for (const child of (DataType.isDictionary(type) ? type.dictionary.children : type.children) ?? []) assertOwnTypes(child, `${path}.${child.name}`);
 }

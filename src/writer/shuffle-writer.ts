@@ -29,7 +29,7 @@ import { DictionaryTracker } from './dictionary-tracker.js';
 import { InputStaging, MAX_STAGING_BYTES, MAX_STAGING_SHARE, MIN_STAGED_BATCHES, stagingTargetRows } from './input-staging.js';
 import { columnIndex } from './column-index.js';
 import { assertDictionaryIndices } from './dictionary-indices.js';
-import { assertDistinctNames, assertInputBatch } from './input-batch.js';
+import { assertWritableSchema, assertInputBatch } from './input-batch.js';
 import { OneCallAtATime, type WriterState } from './writer-calls.js';
 import { createPartitioner, type Partitioner } from './partitioner.js';
 import { PartitionRows } from './partition-rows.js';
@@ -1096,7 +1096,7 @@ function binaryBytes(src: SourceColumn, rows: number): number {
 function bindSchemaChecks(schema: Schema, options: Pick<ShuffleWriterOptions, 'partitioning' | 'numPartitions'>): void {
   const pidColumn = options.partitioning.kind === 'partition-id' ? columnIndex(schema, options.partitioning.column) : -1;
   if (schema.fields.length === 0) throw new ShuffleError('CS_INVALID_ARGUMENT', 'the input has no columns (an empty schema)');
-  assertDistinctNames(schema);
+  assertWritableSchema(schema);
   schema.fields.forEach((field, i) => {
     if (i !== pidColumn) columnLayoutOf(field);
   });

@@ -1,4 +1,4 @@
-import type { Schema } from 'apache-arrow';
+import { Schema } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
 import type { CodecName } from '../format/codec.js';
 import type { OutputPaths } from '../format/output-files.js';
@@ -155,6 +155,7 @@ export function validateOptions(options: ShuffleWriterOptions): void {
     throw new ShuffleError('CS_INVALID_ARGUMENT', `numPartitions must be an integer in [1, ${MAX_NUM_PARTITIONS}], got ${String(n)}`);
   }
   validatePartitioning(options.partitioning);
+  if (options.schema !== undefined && !(options.schema instanceof Schema)) throw new ShuffleError('CS_INVALID_ARGUMENT', 'schema must be an Arrow Schema');
   const integer = (name: string, value: number | undefined, min: number, max: number) => {
     if (value !== undefined && !(Number.isInteger(value) && value >= min && value <= max)) {
       throw new ShuffleError('CS_INVALID_ARGUMENT', `${name} must be an integer in [${min}, ${max}], got ${String(value)}`);
@@ -187,6 +188,10 @@ export function validateOptions(options: ShuffleWriterOptions): void {
   }
   if (typeof options.outputPrefix !== 'string' || options.outputPrefix.length === 0) {
     throw new ShuffleError('CS_INVALID_ARGUMENT', 'outputPrefix must be a non-empty path');
+  }
+  if (/[/\\]$/.test(options.outputPrefix)) {
+    // 'out/' would name the files out/.data, out/.index: hidden, and one per directory
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `outputPrefix names a directory ('${options.outputPrefix}'): give a file name prefix in it, such as '${options.outputPrefix}map-0'`);
   }
 }
 
