@@ -10,9 +10,10 @@ try {
   }
   throw error;
 }
-// `| head` closing stdout early is not an error
+// `| head` closing stdout early is not an error; any other failure to write it (a full disk) is one line, as every error
 process.stdout.on('error', (error) => {
   if (error.code === 'EPIPE') process.exit(0);
-  throw error;
+  process.stderr.write(`columnar-shuffle: error CS_IO: cannot write to stdout: ${error.message}\n`);
+  process.exit(1);
 });
 process.exitCode = await cli.main(process.argv.slice(2));

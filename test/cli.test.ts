@@ -2,16 +2,16 @@
  * The columnar-shuffle CLI, run in-process through `main(argv, { stdout, stderr })`
  * on files in a temporary directory, and once as the built binary.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest';
 import {
   Field,
   Float64,
@@ -30,7 +30,9 @@ import {
 import { MetadataVersion } from 'apache-arrow/enum';
 import { FileBlock, Footer } from 'apache-arrow/ipc/metadata/file';
 import { Message } from 'apache-arrow/ipc/metadata/message';
-import { main, USAGE } from '../src/cli/main.js';
+import { main, USAGE, type MainOptions } from '../src/cli/main.js';
+import { ShuffleWriter } from '../src/writer/shuffle-writer.js';
+import { SortShuffleWriter } from '../src/sort-writer/sort-shuffle-writer.js';
 import { parseByteSize } from '../src/cli/args.js';
 import { ShuffleVerifier } from '../src/cli/demo-verify.js';
 import { narrowBatch, NARROW_SCHEMA } from '../src/cli/demo-data.js';
@@ -67,7 +69,7 @@ async function cli(...argv: string[]): Promise<Run> {
 }
 
 /** A run on a machine with `machine.systemMemory` bytes of memory. */
-async function cliWith(machine: { systemMemory?: number }, ...argv: string[]): Promise<Run> {
+async function cliWith(machine: Pick<MainOptions, 'systemMemory' | 'signal'>, ...argv: string[]): Promise<Run> {
   const out = sink();
   const err = sink();
   const code = await main(argv, { stdout: out.stream, stderr: err.stream, signal: new AbortController().signal, ...machine });
@@ -498,15 +500,16 @@ describe('read', () => {
     expect(table.schema.fields.map((f) => f.name)).toEqual(['id', 'name', 'amount', 'qty']);
   });
 
-  test('when every partition is empty there is no schema: nothing is written and stderr says so', async () => {
+  test('when every partition is empty there is no schema: the stream has no columns and no batches, and stderr says so', async () => {
     const empty = join(dir, 'no-batches.arrows');
     await writeFile(empty, tableToIPC(new Table(SCHEMA), 'stream'));
     json(await cli('write', empty, '-p', '2', '-k', 'id', '-o', join(dir, 'all-empty'), '--json'));
     const file = join(dir, 'nothing.arrows');
     const run = await cli('read', join(dir, 'all-empty'), '--partition', '0', '--output', file);
     expect(run.code).toBe(0);
-    expect(run.stderr).toMatch(/every partition .* is empty/);
-    expect(existsSync(file)).toBe(false);
+    expect(run.stderr).toMatch(/every partition .* is empty.*the stream has no columns/);
+    const table = tableFromIPC(await readFile(file));
+    expect([table.numCols, table.numRows]).toEqual([0, 0]);
   });
 
   test('--output into a missing directory is CS_FILE_NOT_FOUND', async () => {
@@ -515,10 +518,36 @@ describe('read', () => {
     expect(errorLine(run)).toMatch(/CS_FILE_NOT_FOUND: .*no-such-dir/);
   });
 
-  test('a partition that does not exist is CS_INVALID_ARGUMENT', async () => {
+  test('a partition that does not exist is a wrong command line: CS_INVALID_ARGUMENT naming the partitions there are, exit 2', async () => {
     const run = await cli('read', prefix, '--partition', '6');
-    expect(run.code).toBe(1);
-    expect(errorLine(run)).toContain('CS_INVALID_ARGUMENT: partition 6 does not exist');
+    expect(run.code).toBe(2);
+    expect(errorLine(run)).toContain(`CS_INVALID_ARGUMENT: --partition 6 does not exist: ${prefix} has partitions 0 to 5`);
+  });
+
+  test('--output through a symbolic link writes the file it points at; the link stays', async () => {
+    const target = join(dir, 'link-target.arrows');
+    const link = join(dir, 'link.arrows');
+    await writeFile(target, 'old');
+    await symlink(target, link);
+    expect((await cli('read', prefix, '--partition', '1', '--output', link)).code).toBe(0);
+    expect((await lstat(link)).isSymbolicLink()).toBe(true);
+    expect(tableFromIPC(await readFile(target)).numRows).toBe(written.partitionRows[1]);
+  });
+
+  test('--output onto a FIFO writes into it (it was replaced by a regular file, and as root -o /dev/null replaced /dev/null)', async () => {
+    const fifo = join(dir, 'p1.fifo');
+    await exec('mkfifo', [fifo]);
+    const [run, bytes] = await Promise.all([cli('read', prefix, '--partition', '1', '--output', fifo), readFile(fifo)]);
+    expect(run.code).toBe(0);
+    expect((await lstat(fifo)).isFIFO()).toBe(true);
+    expect(tableFromIPC(bytes).numRows).toBe(written.partitionRows[1]);
+  });
+
+  test.each(['.data', '.index', '.checksum.CRC32C'])("--output onto the shuffle output's own %s file is refused (exit 2), and the output stays readable", async (suffix) => {
+    const run = await cli('read', prefix, '--partition', '1', '--output', prefix + suffix);
+    expect(run.code).toBe(2);
+    expect(errorLine(run)).toMatch(/is a file of the shuffle output itself/);
+    expect((await cli('read', prefix, '--partition', '1', '--output', join(dir, 'still.arrows'))).code).toBe(0);
   });
 
   test('a damaged partition is CS_CHECKSUM_MISMATCH and leaves no output file', async () => {
@@ -690,6 +719,14 @@ describe('demo', () => {
     expect(await demoDirs()).toEqual(before);
   });
 
+  test('a --dir that cannot be made (a file is in the way) is CS_IO naming it, exit 1', async () => {
+    const file = join(dir, 'a-file');
+    await writeFile(file, '');
+    const run = await cli('demo', '-n', '10', '--dir', file);
+    expect(run.code).toBe(1);
+    expect(errorLine(run)).toMatch(/CS_IO: cannot create the --dir directory: EEXIST.*\(file .*a-file\)/);
+  });
+
   test('--dir keeps the output there', async () => {
     const out = join(dir, 'demo-here', 'nested');
     const run = await cli('demo', '--rows', '5000', '--partitions', '3', '--dir', out, '--codec', 'none');
@@ -836,6 +873,8 @@ describe('errors', () => {
     [['read', 'prefix', '--partition', '-1'], /--partition/],
     [['inspect'], /missing the shuffle output <prefix>/],
     [['demo', '--rows', '0'], /--rows must be an integer >= 1/],
+    [['write', 'in.arrow', '-p', '16777217', '-o', 'x', '-k', 'id'], /--partitions must be an integer in \[1, 16777216\]/],
+    [['demo', '-p', '16777217'], /--partitions must be an integer in \[1, 16777216\]/],
     [['shuffle'], /unknown command 'shuffle'/],
     [['--frobnicate'], /unknown option '--frobnicate'/],
   ])('a wrong command line exits 2 with CS_INVALID_ARGUMENT: %j', async (argv, message) => {
@@ -940,6 +979,38 @@ describe('the built binary', () => {
     expect(usage).toMatchObject({ code: 2 });
   });
 
+  test('a stdout that cannot be written (a full disk: /dev/full) is one CS_IO line and exit 1, not a stack trace', async () => {
+    const prefix = join(dir, 'for-full');
+    json(await cli('write', join(dir, 'input.arrow'), '-p', '2', '-k', 'id', '-o', prefix, '--json'));
+    for (const command of [`inspect '${prefix}'`, `read '${prefix}' -P 0`]) {
+      const fail = await exec('bash', ['-c', `node bin/columnar-shuffle.js ${command} > /dev/full`], { cwd: ROOT }).catch((e: unknown) => e);
+      expect(fail, command).toMatchObject({ code: 1 });
+      expect((fail as { stderr: string }).stderr, command).toMatch(/^columnar-shuffle: error CS_IO: cannot write to stdout: ENOSPC[^\n]*\n$/);
+    }
+  });
+
+  test.each(['SIGHUP', 'SIGTERM', 'SIGINT'] as const)('%s during a write stops it: exit 130, and no output, temporary or spill file is left', async (signal) => {
+    const work = await mkdtemp(join(tmpdir(), 'cs-cli-signal-'));
+    try {
+      const input = join(work, 'in.arrows');
+      await writeFile(input, tableToIPC(new Table(Array.from({ length: 40 }, (_, i) => narrowBatch(8192, i + 1))), 'stream'));
+      await mkdir(join(work, 'spill'));
+      const child = spawn(process.execPath, ['bin/columnar-shuffle.js', 'write', input, '-p', '100', '-k', 'key', '-o', join(work, 'out'), '--memory-limit', '1MiB', '--spill-dir', join(work, 'spill')], { cwd: ROOT });
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+      // signal once the writer has spilled: its temporary data file and a spill file exist
+      while ((await readdir(join(work, 'spill'))).length === 0) await new Promise((wait) => setTimeout(wait, 10));
+      child.kill(signal);
+      expect(await exited).toBe(130);
+      expect(stderr).toMatch(/interrupted/);
+      expect(await readdir(work)).toEqual(['in.arrows', 'spill']);
+      expect(await readdir(join(work, 'spill'))).toEqual([]);
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   test('read into a pipe that closes early (| head -c) is not an error', async () => {
     const prefix = join(dir, 'for-pipe');
     json(await cli('write', join(dir, 'input.arrow'), '-p', '1', '--partitioning', 'single', '-o', prefix, '--codec', 'none', '--json'));
@@ -961,6 +1032,41 @@ describe('an existing output', () => {
       expect(refused.code).toBe(1);
       expect(refused.stderr).toMatch(/CS_OUTPUT_EXISTS/);
       expect((await cli(...args, '--overwrite')).code).toBe(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('an interrupt (SIGINT, SIGTERM, SIGHUP)', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  test.each([
+    ['hash', ShuffleWriter],
+    ['sort', SortShuffleWriter],
+  ] as const)('while the %s writer finishes (merging its spills) aborts it at once: exit 130, and no output, temporary or spill file is left (it used to commit anyway)', async (writer, Writer) => {
+    const dir = await mkdtemp(join(tmpdir(), 'cs-cli-interrupt-'));
+    try {
+      const input = join(dir, 'in.arrows');
+      const batches = Array.from({ length: 8 }, (_, i) => narrowBatch(8192, i + 1));
+      await writeFile(input, tableToIPC(new Table(batches), 'stream'));
+      await mkdir(join(dir, 'spill'));
+      const interrupt = new AbortController();
+      const finish = Writer.prototype.finish;
+      let finishing = false;
+      vi.spyOn(Writer.prototype, 'finish').mockImplementation(function (this: ShuffleWriter & SortShuffleWriter) {
+        finishing = true;
+        const result = finish.call(this);
+        interrupt.abort(); // the signal comes once the merge is on its way
+        return result;
+      });
+      const args = ['write', input, '-p', '50', '-k', 'key', '-o', join(dir, 'out'), '-w', writer, '--memory-limit', '1MiB', '--spill-dir', join(dir, 'spill')];
+      const run = await cliWith({ signal: interrupt.signal }, ...args);
+      expect(finishing).toBe(true);
+      expect(run.code).toBe(130);
+      expect(run.stderr).toMatch(/interrupted/);
+      expect((await readdir(dir)).sort()).toEqual(['in.arrows', 'spill']);
+      expect(await readdir(join(dir, 'spill'))).toEqual([]);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

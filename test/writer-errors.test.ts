@@ -303,6 +303,14 @@ describe('one call at a time', () => {
       expect(await listFiles(dir)).toEqual([]);
     }
   });
+
+  test('a second abort() while the first runs resolves once the files are gone (it returned at once, and a CLI exited with them in place)', async () => {
+    const writer = await createShuffleWriter(kind, options());
+    await writer.write(ints('k', Array.from({ length: 5000 }, (_, i) => i)));
+    void writer.abort();
+    await writer.abort();
+    expect(await listFiles(dir)).toEqual([]);
+  });
 });
 
 describe('what is not a batch, or not the batch its schema says, is refused', () => {

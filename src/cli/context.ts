@@ -8,7 +8,7 @@ export interface CliIO {
 }
 
 export interface CliContext extends CliIO {
-  /** Aborted on SIGINT / SIGTERM: long loops check it between batches. */
+  /** Aborted on SIGINT / SIGTERM / SIGHUP: long loops check it between batches, writers are aborted at once (abortOnSignal). */
   signal: AbortSignal;
   /** The memory `write`'s default limit is half of (default: the machine's or container's, systemMemory()). */
   systemMemory?: number;
@@ -27,6 +27,26 @@ export class Interrupted extends Error {
 
 export function throwIfInterrupted(signal: AbortSignal): void {
   if (signal.aborted) throw new Interrupted('interrupted');
+}
+
+/**
+ * Runs `body`, which drives `writer`, and aborts the writer the moment
+ * `signal` fires, also in the middle of finish() (checked between batches
+ * only, a signal during the merge was ignored, and a second one then exited
+ * with the temporary files left). A failure after the signal is Interrupted.
+ */
+export async function abortOnSignal<T>(writer: { abort(): Promise<void> }, signal: AbortSignal, body: () => Promise<T>): Promise<T> {
+  const onAbort = () => void writer.abort().catch(() => undefined);
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await body();
+  } catch (error) {
+    await writer.abort();
+    throwIfInterrupted(signal);
+    throw error;
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
 }
 
 export function isTTY(stream: Writable): boolean {

@@ -1,14 +1,14 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ShuffleError } from '../errors.js';
+import { ioError, ShuffleError } from '../errors.js';
 import { CODEC_NAMES, type CodecName } from '../format/codec.js';
 import { ShuffleReader } from '../reader/shuffle-reader.js';
 import { MemoryPool } from '../memory/memory-pool.js';
 import { createShuffleWriter, WRITER_KINDS, type WriterKind } from '../writer-kind.js';
-import type { ShuffleWriteResult } from '../writer/writer-options.js';
+import { MAX_NUM_PARTITIONS, type ShuffleWriteResult } from '../writer/writer-options.js';
 import { byteSizeOption, choiceOption, integerOption, parseCommandArgs, pathOption, stringOption } from './args.js';
-import { bytes, count, EXIT_OK, plural, rate, seconds, throwIfInterrupted, writeLine, type CliContext } from './context.js';
+import { abortOnSignal, bytes, count, EXIT_OK, plural, rate, seconds, throwIfInterrupted, writeLine, type CliContext } from './context.js';
 import { batchBytes, NARROW_SCHEMA, narrowBatch } from './demo-data.js';
 import { ShuffleVerifier } from './demo-verify.js';
 import { createProgress, type Progress } from './progress.js';
@@ -45,16 +45,15 @@ export async function demoCommand(args: string[], ctx: CliContext): Promise<numb
   const parsed = parseCommandArgs('demo', args, OPTIONS, 0);
   const options: DemoArgs = {
     rows: integerOption(stringOption(parsed, 'rows'), 'rows', 'demo', 1) ?? 1_000_000,
-    numPartitions: integerOption(stringOption(parsed, 'partitions'), 'partitions', 'demo', 1, 0x7fffffff) ?? 200,
+    numPartitions: integerOption(stringOption(parsed, 'partitions'), 'partitions', 'demo', 1, MAX_NUM_PARTITIONS) ?? 200,
     dir: pathOption(parsed, 'dir', 'demo'),
     codec: choiceOption(stringOption(parsed, 'codec'), 'codec', CODEC_NAMES, 'demo') ?? 'lz4',
     writer: choiceOption(stringOption(parsed, 'writer'), 'writer', WRITER_KINDS, 'demo') ?? 'hash',
     memoryLimit: byteSizeOption(stringOption(parsed, 'memory-limit'), 'memory-limit', 'demo'),
   };
-  const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'columnar-shuffle-demo-')));
+  const dir = await demoDirectory(options.dir);
   const progress = createProgress(ctx.stderr, 'demo');
   try {
-    if (options.dir !== undefined) await mkdir(dir, { recursive: true });
     const prefix = join(dir, 'demo');
     const verifier = new ShuffleVerifier(NARROW_SCHEMA, KEY, options.numPartitions);
     const timings: Timings = { inputBytes: 0, writeMs: 0, readMs: 0 };
@@ -70,6 +69,20 @@ export async function demoCommand(args: string[], ctx: CliContext): Promise<numb
     progress.done();
     if (options.dir === undefined) await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** `--dir`, created if needed, or a new temporary directory. */
+async function demoDirectory(given: string | undefined): Promise<string> {
+  if (given === undefined) {
+    const under = join(tmpdir(), 'columnar-shuffle-demo-');
+    return mkdtemp(under).catch((cause: unknown) => {
+      throw ioError('create a temporary directory', under, cause);
+    });
+  }
+  await mkdir(given, { recursive: true }).catch((cause: unknown) => {
+    throw ioError('create the --dir directory', given, cause);
+  });
+  return given;
 }
 
 async function generateAndWrite(
@@ -91,7 +104,7 @@ async function generateAndWrite(
     memoryPool: options.memoryLimit === undefined ? undefined : new MemoryPool(options.memoryLimit),
   });
   timings.writeMs += performance.now() - started;
-  try {
+  return abortOnSignal(writer, signal, async () => {
     for (let done = 0, seed = 1; done < options.rows; seed++) {
       throwIfInterrupted(signal);
       const batch = narrowBatch(Math.min(BATCH_ROWS, options.rows - done), seed);
@@ -108,10 +121,7 @@ async function generateAndWrite(
     const result = await writer.finish();
     timings.writeMs += performance.now() - started;
     return result;
-  } catch (error) {
-    await writer.abort();
-    throw error;
-  }
+  });
 }
 
 async function readBack(

@@ -30,6 +30,8 @@ Options:
 Errors are one line on stderr, 'columnar-shuffle: error CS_<CODE>: <message>',
 with a stable code. Exit status: 0 success, 1 the operation failed,
 2 the command line is wrong (CS_INVALID_ARGUMENT), 130 interrupted.
+SIGINT, SIGTERM or SIGHUP stops a command and removes the files it made; a
+second signal exits at once and may leave temporary files (named *.tmp).
 `;
 
 export const WRITE_HELP = `Usage: columnar-shuffle write <input> --partitions N --output PREFIX [options]
@@ -87,7 +89,8 @@ Writes partition P of the shuffle output PREFIX.data / .index / .checksum.CRC32C
 as an uncompressed Arrow IPC stream, to FILE or to stdout, whichever writer
 made it (hash: Arrow IPC partitions, sort: row partitions; told from the bytes).
 The partition's checksum is verified first. An empty partition gives a stream
-with the schema and no batches.
+with the schema and no batches; with no columns either when every partition
+is empty (an output without rows stores no schema).
 
 Options:
   -P, --partition P   the partition to read, 0 <= P < partitions (required)

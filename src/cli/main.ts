@@ -15,6 +15,9 @@ import { DEMO_HELP, INSPECT_HELP, READ_HELP, USAGE, WRITE_HELP } from './help.js
 
 export { USAGE } from './help.js';
 
+/** The signals that interrupt a command: it stops, removes what it wrote, and exits 130. */
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
 type CommandRun = (args: string[], ctx: CliContext) => Promise<number>;
 
 /** Commands are loaded on use: --help and --version need neither Arrow nor the codecs. */
@@ -26,7 +29,7 @@ const COMMANDS: Record<string, { help: string; load: () => Promise<CommandRun> }
 };
 
 export interface MainOptions extends Partial<CliIO>, Pick<CliContext, 'systemMemory'> {
-  /** Cancels a running command; without it, main aborts on SIGINT / SIGTERM (a second signal exits at once). */
+  /** Cancels a running command; without it, main aborts on SIGINT / SIGTERM / SIGHUP (a second signal exits at once). */
   signal?: AbortSignal;
 }
 
@@ -36,18 +39,15 @@ export async function main(argv: readonly string[], options: MainOptions = {}): 
   const stderr = options.stderr ?? process.stderr;
   const controller = new AbortController();
   const onSignal = () => (controller.signal.aborted ? process.exit(EXIT_INTERRUPTED) : controller.abort());
-  if (options.signal === undefined) {
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
-  }
+  // SIGHUP: a closed terminal or ssh session; left to Node, it killed the process with its files in place
+  if (options.signal === undefined) for (const name of SIGNALS) process.on(name, onSignal);
   const ctx: CliContext = { stdout, stderr, signal: options.signal ?? controller.signal, systemMemory: options.systemMemory };
   try {
     return await dispatch([...argv], ctx);
   } catch (error) {
     return reportError(error, ctx);
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    for (const name of SIGNALS) process.off(name, onSignal);
   }
 }
 

@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { open, rename, rm } from 'node:fs/promises';
+import { open, realpath, rename, rm, stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { RecordBatch, Schema } from 'apache-arrow';
-import { ioError } from '../errors.js';
+import { Schema, type RecordBatch } from 'apache-arrow';
+import { ioError, ShuffleError } from '../errors.js';
+import { outputPaths, type OutputPaths } from '../format/output-files.js';
 import { encodeSchemaMessage, END_OF_STREAM } from '../format/ipc-message.js';
 import { tableToIpcStream } from '../format/table-to-ipc.js';
 import { ShuffleReader } from '../reader/shuffle-reader.js';
@@ -28,13 +30,17 @@ export async function readCommand(args: string[], ctx: CliContext): Promise<numb
 
   const reader = await ShuffleReader.open(prefix);
   try {
-    reader.partitionLength(partition); // CS_INVALID_ARGUMENT unless the partition exists
+    if (partition >= reader.numPartitions) {
+      const which = reader.numPartitions === 1 ? 'only partition 0' : `partitions 0 to ${reader.numPartitions - 1}`;
+      throw new UsageError(`--partition ${partition} does not exist: ${prefix} has ${which}`, 'read');
+    }
     const batches = reader.readPartition(partition);
     const first = await batches.next();
-    const schema = first.done ? await reader.schema() : first.value.schema;
+    let schema = first.done ? await reader.schema() : first.value.schema;
     if (schema === null) {
-      writeLine(ctx.stderr, `columnar-shuffle: every partition of ${prefix} is empty and the output stores no schema: nothing written`);
-      return EXIT_OK;
+      // still a stream, so that `read -o FILE && use FILE` holds: no rows, and no columns to say what they would be
+      writeLine(ctx.stderr, `columnar-shuffle: every partition of ${prefix} is empty, and an output without rows stores no schema: the stream has no columns`);
+      schema = new Schema([]);
     }
     const stats = { rows: 0, batches: 0, bytes: 0 };
     const stream = ipcStream(schema, first.done ? [] : [first.value], batches, stats, ctx.signal);
@@ -43,11 +49,12 @@ export async function readCommand(args: string[], ctx: CliContext): Promise<numb
         await pipeline(Readable.from(stream, { objectMode: false }), ctx.stdout, { end: false });
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'EPIPE') return EXIT_OK; // e.g. `| head`: the reader has seen enough
-        throw error;
+        // file-system errors carry a syscall (a full disk); anything else (a damaged partition) passes through
+        throw (error as NodeJS.ErrnoException).syscall !== undefined ? ioError('write to stdout', '<stdout>', error) : error;
       }
       return EXIT_OK;
     }
-    await writeFileAtomically(output, stream);
+    await writeOutputFile(output, outputPaths(prefix), stream);
     writeLine(ctx.stdout, `partition ${partition}: ${count(stats.rows)} rows in ${plural(stats.batches, 'batch', 'batches')} -> ${output} (${bytes(stats.bytes)})`);
     return EXIT_OK;
   } finally {
@@ -85,6 +92,35 @@ function batchMessages(batch: RecordBatch): Uint8Array {
   const frame = frameOf(whole.subarray(0, 8));
   if (frame.kind !== 'message') throw new Error('arrow-js wrote a stream without a schema message');
   return whole.subarray(frame.prefixLength + frame.metadataLength, whole.byteLength - END_OF_STREAM.byteLength);
+}
+
+/**
+ * Writes `--output`: a regular file (or a new one) under a temporary name
+ * then renamed, so it is either complete or untouched; through a symbolic
+ * link, the file it points at; a FIFO, a device or a socket as it is (the
+ * rename replaced /dev/null with a regular file). Never one of the shuffle
+ * output's own files.
+ */
+async function writeOutputFile(path: string, own: OutputPaths, chunks: AsyncIterable<Uint8Array>): Promise<void> {
+  const target = await realpath(path).catch(() => path); // a new file: the path as given
+  const ownFiles = await Promise.all([own.data, own.index, own.checksum].map((file) => realpath(file).catch(() => resolve(file))));
+  if (ownFiles.includes(resolve(target))) throw new UsageError(`--output ${path} is a file of the shuffle output itself`, 'read');
+  const found = await stat(target).catch(() => null);
+  if (found?.isDirectory()) throw new ShuffleError('CS_IO', 'cannot write the output file: it is a directory', { file: path });
+  if (found !== null && !found.isFile()) return writeInPlace(target, chunks);
+  return writeFileAtomically(target, chunks);
+}
+
+async function writeInPlace(path: string, chunks: AsyncIterable<Uint8Array>): Promise<void> {
+  let handle;
+  try {
+    handle = await open(path, 'w');
+  } catch (cause) {
+    throw ioError('open the output file', path, cause);
+  }
+  await pipeline(Readable.from(chunks, { objectMode: false }), handle.createWriteStream() as Writable).catch((cause: unknown) => {
+    throw (cause as NodeJS.ErrnoException).syscall !== undefined ? ioError('write the output file', path, cause) : cause;
+  });
 }
 
 /** Writes under a temporary name and renames, so FILE is either complete or untouched. */

@@ -8,7 +8,7 @@ import { defaultMemoryLimit } from '../memory/system-memory.js';
 import { MAX_STAGING_BYTES } from '../writer/input-staging.js';
 import { AutoShuffleWriter } from '../auto-writer.js';
 import { createShuffleWriter, WRITER_CHOICES, type WriterChoice, type WriterKind } from '../writer-kind.js';
-import { UNBOUNDED_MEM_LIMIT, type ShuffleWriteResult } from '../writer/writer-options.js';
+import { MAX_NUM_PARTITIONS, UNBOUNDED_MEM_LIMIT, type ShuffleWriteResult } from '../writer/writer-options.js';
 import type { Partitioning } from '../writer/partitioner.js';
 import type { RangeKey } from '../writer/range-partitioner.js';
 import {
@@ -23,7 +23,7 @@ import {
   stringOption,
   UsageError,
 } from './args.js';
-import { bytes, count, EXIT_OK, plural, rate, roundMs, seconds, throwIfInterrupted, writeJson, writeLine, type CliContext } from './context.js';
+import { abortOnSignal, bytes, count, EXIT_OK, plural, rate, roundMs, seconds, throwIfInterrupted, writeJson, writeLine, type CliContext } from './context.js';
 import { openArrowInput, type InputFormat } from './input.js';
 import { createProgress } from './progress.js';
 
@@ -69,7 +69,7 @@ interface WriteArgs {
 function parse(args: string[]): WriteArgs {
   const parsed = parseCommandArgs('write', args, OPTIONS, 1);
   const input = requiredPositional(parsed, 0, 'the <input> Arrow file', 'write');
-  const numPartitions = integerOption(requiredOption(parsed, 'partitions', 'write'), 'partitions', 'write', 1, 0x7fffffff)!;
+  const numPartitions = integerOption(requiredOption(parsed, 'partitions', 'write'), 'partitions', 'write', 1, MAX_NUM_PARTITIONS)!;
   const outputPrefix = requiredOption(parsed, 'output', 'write');
   const keys = ((parsed.values.key ?? []) as string[]).flatMap((k) => k.split(',')).map((k) => k.trim());
   if (keys.some((k) => k.length === 0)) throw new UsageError('--key has an empty column name', 'write');
@@ -129,8 +129,7 @@ export async function writeCommand(args: string[], ctx: CliContext): Promise<num
   const input = await openArrowInput(options.input);
   const memoryLimit = options.memoryLimit ?? defaultMemoryLimit(ctx.systemMemory);
   const progress = createProgress(ctx.stderr, 'write');
-  let result: ShuffleWriteResult;
-  let used: WriterKind;
+  let written: { result: ShuffleWriteResult; used: WriterKind };
   try {
     const writer = await createShuffleWriter(options.writer, {
       numPartitions: options.numPartitions,
@@ -148,7 +147,7 @@ export async function writeCommand(args: string[], ctx: CliContext): Promise<num
       overwrite: options.overwrite,
       schema: input.schema, // refuses unknown keys and unsupported types before any batch is read
     });
-    try {
+    written = await abortOnSignal(writer, ctx.signal, async () => {
       let rows = 0;
       let batches = 0;
       for await (const batch of input.batches()) {
@@ -161,17 +160,14 @@ export async function writeCommand(args: string[], ctx: CliContext): Promise<num
       }
       throwIfInterrupted(ctx.signal);
       progress.update(null, `${count(rows)} rows: writing ${count(options.numPartitions)} partitions`, true);
-      result = await writer.finish();
-      used = writer instanceof AutoShuffleWriter ? writer.kind : (options.writer as WriterKind);
-    } catch (error) {
-      await writer.abort();
-      throw error;
-    }
+      const result = await writer.finish();
+      return { result, used: writer instanceof AutoShuffleWriter ? writer.kind : (options.writer as WriterKind) };
+    });
   } finally {
     progress.done();
     await input.close();
   }
-  report(ctx, options, used, memoryLimit, input.format, result, performance.now() - started);
+  report(ctx, options, written.used, memoryLimit, input.format, written.result, performance.now() - started);
   return EXIT_OK;
 }
 

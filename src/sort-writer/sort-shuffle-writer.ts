@@ -91,6 +91,8 @@ const EMPTY: Uint8Array = new Uint8Array(0);
  */
 export class SortShuffleWriter implements Reclaimable {
   private state: WriterState = 'open';
+  /** the teardown abort() started, which every later abort() returns */
+  private aborting: Promise<void> | null = null;
   private readonly calls = new OneCallAtATime(() => this.state);
   /** a spill asked for by another consumer failed: rows may be lost, the writer must not finish */
   private failure: unknown = null;
@@ -302,9 +304,16 @@ export class SortShuffleWriter implements Reclaimable {
   }
 
   /** Drops everything, removes temporary and spill files and releases all memory. Safe to call in any state. */
-  async abort(): Promise<void> {
-    if (this.state === 'finished' || this.state === 'aborted') return;
+  abort(): Promise<void> {
+    // a second abort() waits for the first: returned early, it let a caller exit with the files still there
+    if (this.aborting !== null) return this.aborting;
+    if (this.state === 'finished') return Promise.resolve();
     this.state = 'aborted';
+    this.aborting = this.tearDown();
+    return this.aborting;
+  }
+
+  private async tearDown(): Promise<void> {
     await this.spilling?.catch(() => undefined);
     await this.spillFile?.delete();
     this.spillFile = null;

@@ -94,6 +94,8 @@ interface PartitionBuffer {
  */
 export class ShuffleWriter implements Reclaimable {
   private state: WriterState = 'open';
+  /** the teardown abort() started, which every later abort() returns */
+  private aborting: Promise<void> | null = null;
   private readonly calls = new OneCallAtATime(() => this.state);
   /** set when a spill asked for by another writer failed in a way that cost this writer rows */
   private failure: unknown = null;
@@ -366,9 +368,16 @@ export class ShuffleWriter implements Reclaimable {
   }
 
   /** Drops everything, removes temporary and spill files and releases all memory. Safe to call in any state. */
-  async abort(): Promise<void> {
-    if (this.state === 'finished' || this.state === 'aborted') return;
+  abort(): Promise<void> {
+    // a second abort() waits for the first: returned early, it let a caller exit with the files still there
+    if (this.aborting !== null) return this.aborting;
+    if (this.state === 'finished') return Promise.resolve();
     this.state = 'aborted';
+    this.aborting = this.tearDown();
+    return this.aborting;
+  }
+
+  private async tearDown(): Promise<void> {
     await Promise.all(this.inFlight);
     await this.store.discard();
     await this.dictionaries?.release();
