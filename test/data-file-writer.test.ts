@@ -4,12 +4,13 @@
  * partition; `append` starts a write and returns without waiting for it (the
  * merge goes on meanwhile), one write at a time; a write that fails is reported
  * by the next call as CS_IO naming the file; abort waits for the write on its way
- * before it closes the file, and leaves nothing behind.
+ * before it closes the file, and leaves nothing behind; an overwrite whose
+ * commit fails leaves the older output as it was.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32c } from '@node-rs/crc32';
-import { afterEach, beforeEach, expect, test, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { ShuffleError } from '../src/errors.js';
 import { DataFileWriter } from '../src/format/output-files.js';
 import { writeChunks } from '../src/format/write-chunks.js';
@@ -20,11 +21,17 @@ vi.mock('../src/format/write-chunks.js', async (importOriginal) => {
   return { ...actual, writeChunks: vi.fn(actual.writeChunks) };
 });
 const realWriteChunks = (await vi.importActual<typeof import('../src/format/write-chunks.js')>('../src/format/write-chunks.js')).writeChunks;
+vi.mock('node:fs/promises', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('node:fs/promises')>();
+  return { ...actual, rename: vi.fn(actual.rename) };
+});
+const realRename = (await vi.importActual<typeof import('node:fs/promises')>('node:fs/promises')).rename;
 
 let dir: string;
 beforeEach(async () => (dir = await makeTempDir('cs-data-file-')));
 afterEach(async () => {
   vi.mocked(writeChunks).mockReset().mockImplementation(realWriteChunks);
+  vi.mocked(rename).mockReset().mockImplementation(realRename);
   await removeDir(dir);
 });
 
@@ -147,4 +154,42 @@ test('abort waits for the write on its way before it closes the file, then remov
   await abort;
   expect(writeSettled, 'the write completed on an open descriptor').toBe(true);
   expect(await readdir(dir)).toEqual([]);
+});
+
+describe('an overwrite whose commit fails leaves the older output as it was (its index used to be removed first)', () => {
+  /** A committed output of one partition holding `bytes`. */
+  async function commitOutput(bytes: Uint8Array, overwrite: boolean): Promise<void> {
+    const writer = await DataFileWriter.create(join(dir, 'out'), overwrite);
+    writer.beginPartition(0);
+    await writer.append(bytes);
+    writer.endPartition();
+    await writer.commit();
+  }
+
+  const files = async () => Object.fromEntries(await Promise.all((await readdir(dir)).sort().map(async (name) => [name, Buffer.from(await readFile(join(dir, name))).toString('hex')])));
+
+  test.each([
+    // (the first rename that matches fails)
+    ['the new index cannot be renamed into place', (from: string, to: string) => from.includes('.index.') && to.endsWith('out.index')],
+    ['the new data file cannot be renamed into place', (from: string, to: string) => from.includes('.data.') && to.endsWith('out.data')],
+    ['the old data file cannot be moved aside', (from: string) => from.endsWith('out.data')],
+  ])('%s: CS_IO, and the old three files are back, byte for byte, with no temporary file left', async (_, fails) => {
+    await commitOutput(chunkOf(1, 1000), false);
+    const before = await files();
+    let failed = false;
+    vi.mocked(rename).mockImplementation(async (from, to) => {
+      if (!failed && (failed = fails(String(from), String(to)))) throw Object.assign(new Error(`EPERM: operation not permitted, rename '${String(from)}'`), { code: 'EPERM', syscall: 'rename' });
+      return realRename(from, to);
+    });
+    const error = await commitOutput(chunkOf(2, 2000), true).catch((e: unknown) => e);
+    expect((error as ShuffleError).code).toBe('CS_IO');
+    expect(await files()).toEqual(before);
+  });
+
+  test('when it succeeds, the new output replaces the old one and nothing else is left', async () => {
+    await commitOutput(chunkOf(1, 1000), false);
+    await commitOutput(chunkOf(2, 2000), true);
+    expect(await readdir(dir)).toEqual(['out.checksum.CRC32C', 'out.data', 'out.index']);
+    expect(Buffer.compare(await readFile(join(dir, 'out.data')), chunkOf(2, 2000))).toBe(0);
+  });
 });

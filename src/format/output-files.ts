@@ -63,8 +63,9 @@ const WRITE_BYTES = 1 << 20; // bytes gathered before a write
 /**
  * Writes the data file partition by partition under a temporary name, then
  * commits all three files by rename (index last: an index file with its final
- * name means the output is complete; an older output's index is removed first). On any failure, and on abort, every
- * temporary file is removed and no file with a final name is left behind.
+ * name means the output is complete; an older output is moved aside first, and
+ * back if the commit fails). On any failure, and on abort, every temporary
+ * file is removed and no file with a final name is left behind.
  *
  * Protocol: `create`, then for p = 0..P-1 in ascending order one
  * `beginPartition(p)`, any number of `append`, one `endPartition()`; then
@@ -203,29 +204,51 @@ export class DataFileWriter {
    * An output another writer committed at this prefix since create() is
    * replaced only with `overwrite` (CS_OUTPUT_EXISTS otherwise: create()'s
    * check alone let a second writer of one prefix replace the first's output).
+   *
+   * An older output is first moved aside under temporary names (its index
+   * first, so it stops being committed before its data moves), and put back
+   * if any rename fails: a failed replacement left no output at all (its index
+   * was removed first). A crash in between leaves an uncommitted output and
+   * temporary files, which removeLeftovers cleans, never an old index over new data.
+   *
+   * ```text
+   * old: out.index out.data out.checksum  ->  out.index.<tag>.tmp ... (aside)
+   * new: out.data.<tag>.tmp ...           ->  out.data, out.checksum, out.index
+   * then the old files aside are removed, or on failure renamed back (index last)
+   * ```
    */
   private async renameIntoPlace(): Promise<void> {
     if (!this.overwrite && (await exists(this.paths.index))) {
       throw new ShuffleError('CS_OUTPUT_EXISTS', 'another writer committed a shuffle output here after this one was created; pass overwrite to replace it', { file: this.paths.index });
     }
-    const renamed: string[] = [];
+    const tag = randomBytes(6).toString('hex');
+    const aside: [from: string, to: string][] = [];
+    const placed: string[] = [];
     try {
-      // an older output with this prefix stops being committed before its data is replaced, so a
-      // crash between the renames leaves an uncommitted output (removeLeftovers cleans it), never
-      // an old index over new data
-      await rm(this.paths.index, { force: true }).catch((cause: unknown) => {
-        throw ioError('replace the existing shuffle output', this.paths.index, cause);
-      });
+      for (const key of ['index', 'data', 'checksum'] as const) {
+        const to = `${this.paths[key]}.${tag}.tmp`;
+        const moved = await rename(this.paths[key], to).then(
+          () => true,
+          (cause: NodeJS.ErrnoException) => {
+            if (cause.code === 'ENOENT') return false;
+            throw ioError('move the existing shuffle output aside', this.paths[key], cause);
+          },
+        );
+        if (moved) aside.push([this.paths[key], to]);
+      }
       for (const key of ['data', 'checksum', 'index'] as const) {
         await rename(this.temp[key], this.paths[key]).catch((cause: unknown) => {
           throw ioError('commit the shuffle output', this.paths[key], cause);
         });
-        renamed.push(this.paths[key]);
+        placed.push(this.paths[key]);
       }
     } catch (error) {
-      await Promise.all(renamed.map((path) => rm(path, { force: true })));
+      await Promise.all(placed.map((path) => rm(path, { force: true })));
+      // back in the reverse order: the index, the commit marker, last
+      for (const [path, movedTo] of aside.reverse()) await rename(movedTo, path).catch(() => undefined);
       throw error;
     }
+    await Promise.all(aside.map(([, movedTo]) => rm(movedTo, { force: true })));
   }
 
   /** Closes and removes the temporary files; safe to call more than once. */
