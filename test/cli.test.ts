@@ -270,7 +270,7 @@ describe('write', () => {
     expect(errorLine(run)).toMatch(/CS_INVALID_ARGUMENT: the range bounds' column "id" is Int32, the key's values are Int64/);
     expect((await readdir(dir)).filter((f) => f.startsWith('bad-range'))).toEqual([]);
     const missing = await cli('write', join(dir, 'input.arrow'), '-p', '2', '--partitioning', 'range', '-k', 'id', '--bounds', join(dir, 'no-such-bounds.arrows'), '-o', join(dir, 'bad-range'));
-    expect(errorLine(missing)).toMatch(/CS_FILE_NOT_FOUND: .*no-such-bounds/);
+    expect(errorLine(missing)).toMatch(/CS_FILE_NOT_FOUND: cannot open the bounds file: .*no-such-bounds/);
   });
 
   test('accepts compressed input (LZ4 and ZSTD bodies) as a stream and as a Feather V2 style file', async () => {

@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { makeTable, type RecordBatch } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
@@ -121,6 +121,15 @@ describe.each(WRITER_KINDS)('ShuffleReader on the %s writer\'s output', (kind) =
   test('an index of the wrong size is CS_CORRUPT_DATA', async () => {
     await writeFile(`${prefix}.index`, new Uint8Array(12));
     expect((await failure(ShuffleReader.open(prefix))).code).toBe('CS_CORRUPT_DATA');
+  });
+
+  test.each(['.data', '.checksum.CRC32C', '.index'])('a directory in place of the %s file is CS_IO naming it (its size, 4096, was taken for the file\'s)', async (suffix) => {
+    await rm(prefix + suffix);
+    await mkdir(prefix + suffix);
+    const error = await failure(ShuffleReader.open(prefix));
+    expect(error.code).toBe('CS_IO');
+    expect(error.message).toMatch(/it is a directory/);
+    expect(error.where.file).toBe(prefix + suffix);
   });
 
   test('a missing output is CS_FILE_NOT_FOUND', async () => {

@@ -105,7 +105,10 @@ describe('schema identity across in-memory and IPC-read batches', () => {
     const boundType = new Decimal(3, 18, bound);
     const writer = await ShuffleWriter.create({ numPartitions: 2, partitioning: { kind: 'round-robin' }, outputPrefix: join(dir, 'm'), codec: 'none', schema: schemaOf([{ name: 'x', type: boundType }]) });
     try {
-      await expect(writer.write(inMemoryBatch(new Decimal(3, 18, written), 10))).rejects.toMatchObject({ code: 'CS_SCHEMA_MISMATCH' });
+      await expect(writer.write(inMemoryBatch(new Decimal(3, 18, written), 10))).rejects.toMatchObject({
+        code: 'CS_SCHEMA_MISMATCH',
+        message: expect.stringContaining(`of ${written} bits, expected ${bound}`),
+      });
     } finally {
       await writer.abort();
     }

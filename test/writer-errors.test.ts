@@ -130,6 +130,18 @@ describe('bad batches are refused with a typed error and the output is never hal
     expect(result.rows).toBe(4);
   });
 
+  test.each([
+    ['a list child nullable where the first had it not null', new List(new Field('item', new Int32(), false)), new List(new Field('item', new Int32(), true)), /column 1 \("l"\)\.item: nullable, expected not nullable/],
+    ['a list child of another name', new List(new Field('item', new Int32(), true)), new List(new Field('element', new Int32(), true)), /column 1 \("l"\)\.item: named "element", expected "item"/],
+    ['a struct field of another type', new Struct([new Field('a', new Int32())]), new Struct([new Field('a', new Utf8())]), /column 1 \("l"\)\.a: Utf8, expected Int32/],
+  ])('CS_SCHEMA_MISMATCH names what differs, where both schemas print alike: %s', async (_, first, then, difference) => {
+    const batchOf = (type: List | Struct) => new RecordBatch({ k: ints('k', [1]).data.children[0]!, l: vectorFromArray([null], type).data[0]! });
+    const writer = await createShuffleWriter(kind, options());
+    await writer.write(batchOf(first));
+    await expectCode(writer.write(batchOf(then)), 'CS_SCHEMA_MISMATCH', difference);
+    await writer.abort();
+  });
+
   test('write after finish, finish twice and write after abort are CS_WRITER_CLOSED', async () => {
     const writer = await createShuffleWriter(kind, options());
     await writer.write(ints('k', [1]));

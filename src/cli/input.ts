@@ -44,15 +44,15 @@ export interface ArrowInput {
 const ARROW_MAGIC = Buffer.from('ARROW1');
 
 /** Opens an Arrow IPC file or stream: CS_FILE_NOT_FOUND if it is missing, CS_INPUT_NOT_ARROW if it is something else. */
-export async function openArrowInput(path: string): Promise<ArrowInput> {
+export async function openArrowInput(path: string, role: 'input' | 'bounds file' = 'input'): Promise<ArrowInput> {
   let handle: FileHandle;
   try {
     handle = await open(path, 'r');
   } catch (cause) {
-    throw ioError('open the input', path, cause);
+    throw ioError(`open the ${role}`, path, cause);
   }
   try {
-    const input = new InputFile(path, handle);
+    const input = new InputFile(path, handle, role);
     await input.init();
     return input;
   } catch (error) {
@@ -82,11 +82,15 @@ class InputFile implements ArrowInput {
   private firstMessage = 0;
   private footer: Footer | null = null;
 
-  constructor(readonly path: string, private readonly handle: FileHandle) {}
+  constructor(
+    readonly path: string,
+    private readonly handle: FileHandle,
+    private readonly role: string,
+  ) {}
 
   async init(): Promise<void> {
     const stat = await this.handle.stat().catch((cause: unknown) => {
-      throw ioError('stat the input', this.path, cause);
+      throw ioError(`stat the ${this.role}`, this.path, cause);
     });
     if (!stat.isFile()) throw this.notArrow('it is not a regular file');
     this.size = stat.size;
@@ -228,7 +232,7 @@ class InputFile implements ArrowInput {
         done += bytesRead;
       }
     } catch (cause) {
-      throw ioError('read the input', this.path, cause);
+      throw ioError(`read the ${this.role}`, this.path, cause);
     }
     return done;
   }

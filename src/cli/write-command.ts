@@ -111,7 +111,7 @@ function rangeKeyOf(spec: string): RangeKey {
 /** The writer's partitioning: a range partitioning's bounds read from their Arrow file (every batch of it). */
 async function partitioningOf(partitioning: CliPartitioning): Promise<Partitioning> {
   if (partitioning.kind !== 'range') return partitioning;
-  const input = await openArrowInput(partitioning.bounds);
+  const input = await openArrowInput(partitioning.bounds, 'bounds file');
   try {
     const batches: RecordBatch[] = [];
     for await (const batch of input.batches()) batches.push(batch);

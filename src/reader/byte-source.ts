@@ -36,11 +36,15 @@ export class LocalFileSource implements ByteRangeSource {
   }
 
   async size(): Promise<number> {
+    let stats;
     try {
-      return (await this.handle.stat()).size;
+      stats = await this.handle.stat();
     } catch (cause) {
       throw ioError('stat', this.name, cause);
     }
+    // a directory opens, and its size (4096) was taken for the file's
+    if (!stats.isFile()) throw new ShuffleError('CS_IO', `cannot read it: it is ${stats.isDirectory() ? 'a directory' : 'not a regular file'}`, { file: this.name });
+    return stats.size;
   }
 
   async read(offset: number, length: number): Promise<Uint8Array> {

@@ -2,7 +2,7 @@ import type { RecordBatch, Schema } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
 import { BatchCoalescer } from '../reader/batch-coalescer.js';
 import { ShuffleReader, type OpenOptions, type ShuffleOutputSources } from '../reader/shuffle-reader.js';
-import { sameSchema } from '../writer/same-schema.js';
+import { sameSchema, schemaDifference } from '../writer/same-schema.js';
 import { idLocation, type MapOutputId } from './map-output-id.js';
 import type { MapOutputLocator } from './map-output-tracker.js';
 import { assertMapStatus, rangeTotals, type MapStatus } from './map-status.js';
@@ -221,7 +221,7 @@ export class ReduceReader implements AsyncIterableIterator<RecordBatch> {
         source.pending = this.nextStep(source).then(post);
         if (schema === null) schema = batch.schema;
         else if (batch.schema !== schema && !sameSchema(schema, batch.schema)) {
-          throw new ShuffleError('CS_SCHEMA_MISMATCH', 'map outputs of one shuffle disagree about the schema', {
+          throw new ShuffleError('CS_SCHEMA_MISMATCH', `map outputs of one shuffle disagree about the schema: ${schemaDifference(schema, batch.schema)}`, {
             ...idLocation(source.status.id),
             file: `${source.status.location.prefix}.data`,
           });

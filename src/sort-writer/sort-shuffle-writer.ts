@@ -13,7 +13,7 @@ import { assertWritableSchema, assertInputBatch } from '../writer/input-batch.js
 import { OneCallAtATime, type WriterState } from '../writer/writer-calls.js';
 import { createPartitioner, type Partitioner } from '../writer/partitioner.js';
 import { PartitionRows } from '../writer/partition-rows.js';
-import { sameSchema } from '../writer/same-schema.js';
+import { describeSchema, sameSchema, schemaDifference } from '../writer/same-schema.js';
 import { prepareSourceColumn } from '../writer/source-column.js';
 import { columnLayoutOf, type ColumnLayout } from '../writer/column-layout.js';
 import {
@@ -209,7 +209,7 @@ export class SortShuffleWriter implements Reclaimable {
     if (this.inputSchema === null) this.bindSchema(batch.schema);
     else if (batch.schema !== this.lastCheckedSchema) {
       if (!sameSchema(this.inputSchema, batch.schema)) {
-        throw new ShuffleError('CS_SCHEMA_MISMATCH', `batch ${this.totalBatches} has schema ${describe(batch.schema)}, expected ${describe(this.inputSchema)}`);
+        throw new ShuffleError('CS_SCHEMA_MISMATCH', `batch ${this.totalBatches} has schema ${describeSchema(batch.schema)}, expected ${describeSchema(this.inputSchema)}: ${schemaDifference(this.inputSchema, batch.schema)}`);
       }
       this.lastCheckedSchema = batch.schema;
     }
@@ -623,6 +623,3 @@ function checkSchema(schema: Schema, options: Pick<ShuffleWriterOptions, 'partit
   createPartitioner(options.partitioning, schema, options.numPartitions, 0);
 }
 
-function describe(schema: Schema): string {
-  return `{${schema.fields.map((f) => `${f.name}: ${String(f.type)}${f.nullable ? '' : ' not null'}`).join(', ')}}`;
-}

@@ -44,9 +44,9 @@ export const OTHER_ARROW_COPY =
 /** Refuses a column tree with a node that is not Data, or a dictionary without its dictionary. */
 function assertColumnData(data: unknown, path: string): void {
   if (!(data instanceof Data)) {
-    const what = data === null || data === undefined ? String(data) : ((data as object).constructor?.name ?? typeof data);
-    const hint = what === 'Vector' ? ` (a RecordBatch made of Vectors: pass their Data, vector.data[0])` : '';
-    throw new ShuffleError('CS_INVALID_ARGUMENT', `column "${path}" of the batch is a ${what}, not Arrow Data${hint}`, { column: path });
+    const what = data === null || data === undefined ? String(data) : `a ${(data as object).constructor?.name ?? typeof data}`;
+    const hint = what === 'a Vector' ? ` (a RecordBatch made of Vectors: pass their Data, vector.data[0])` : '';
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `column "${path}" of the batch is ${what}, not Arrow Data${hint}`, { column: path });
   }
   if (DataType.isDictionary(data.type) && !isDictionaryVector(data.dictionary)) {
     throw new ShuffleError('CS_INVALID_ARGUMENT', `column "${path}" of the batch is a dictionary column without its dictionary`, { column: path });

@@ -8,13 +8,34 @@ import type { DataType, Field, Schema } from 'apache-arrow';
  * Schema-level and field-level metadata are ignored on purpose.
  */
 export function sameSchema(a: Schema, b: Schema): boolean {
-  if (a === b) return true;
-  if (a.fields.length !== b.fields.length) return false;
-  return a.fields.every((field, i) => sameField(field, b.fields[i]!));
+  return a === b || schemaDifference(a, b) === null;
 }
 
-function sameField(a: Field, b: Field): boolean {
-  return a.name === b.name && a.nullable === b.nullable && sameType(a.type, b.type);
+/**
+ * What first differs between the `expected` schema and the one `got`, in
+ * words (`column "a.item": nullable, expected not nullable`), or null when
+ * they are the same (sameSchema). Printed whole, two schemas that differ in
+ * a nested field's nullability or name, a decimal's bit width or a union's
+ * mode looked alike.
+ */
+export function schemaDifference(expected: Schema, got: Schema): string | null {
+  if (expected.fields.length !== got.fields.length) return `${got.fields.length} columns, expected ${expected.fields.length}`;
+  for (const [i, field] of expected.fields.entries()) {
+    const difference = fieldDifference(field, got.fields[i]!, `column ${i} ("${field.name}")`);
+    if (difference !== null) return difference;
+  }
+  return null;
+}
+
+/** "{a: Int32, b: Utf8 not null}" */
+export function describeSchema(schema: Schema): string {
+  return `{${schema.fields.map((f) => `${f.name}: ${String(f.type)}${f.nullable ? '' : ' not null'}`).join(', ')}}`;
+}
+
+function fieldDifference(a: Field, b: Field, path: string): string | null {
+  if (a.name !== b.name) return `${path}: named "${b.name}", expected "${a.name}"`;
+  if (a.nullable !== b.nullable) return `${path}: ${b.nullable ? 'nullable' : 'not nullable'}, expected ${a.nullable ? 'nullable' : 'not nullable'}`;
+  return typeDifference(a.type, b.type, path);
 }
 
 /**
@@ -24,14 +45,30 @@ function sameField(a: Field, b: Field): boolean {
  * the same children print alike but lay their buffers out differently).
  */
 export function sameType(a: DataType, b: DataType): boolean {
-  if (a.typeId !== b.typeId || String(a) !== String(b)) return false;
-  const x = a as UnprintedParameters;
-  const y = b as UnprintedParameters;
-  if (x.bitWidth !== y.bitWidth || x.mode !== y.mode || String(x.typeIds) !== String(y.typeIds)) return false;
+  return typeDifference(a, b, '') === null;
+}
+
+/** The children first, so that the difference is named where it is (the parents print differently too). */
+function typeDifference(a: DataType, b: DataType, path: string): string | null {
+  const different = `${path}: ${String(b)}, expected ${String(a)}`;
+  if (a.typeId !== b.typeId) return different;
   const ac = a.children ?? [];
   const bc = b.children ?? [];
-  return ac.length === bc.length && ac.every((child, i) => sameField(child, bc[i]!));
+  if (ac.length !== bc.length) return `${path}: ${bc.length} children, expected ${ac.length}`;
+  for (const [i, child] of ac.entries()) {
+    const difference = fieldDifference(child, bc[i]!, `${path}.${child.name}`);
+    if (difference !== null) return difference;
+  }
+  if (String(a) !== String(b)) return different;
+  const x = a as UnprintedParameters;
+  const y = b as UnprintedParameters;
+  if (x.bitWidth !== y.bitWidth) return `${path}: ${String(b)} of ${y.bitWidth} bits, expected ${x.bitWidth}`;
+  if (x.mode !== y.mode) return `${path}: a ${UNION_MODES[y.mode!] ?? y.mode} union, expected ${UNION_MODES[x.mode!] ?? x.mode}`;
+  if (String(x.typeIds) !== String(y.typeIds)) return `${path}: union type ids [${String(y.typeIds)}], expected [${String(x.typeIds)}]`;
+  return null;
 }
+
+const UNION_MODES: Record<number, string> = { 0: 'sparse', 1: 'dense' };
 
 /** The parameters arrow-js's toString leaves out (a typed array of type ids prints as "0,1"). */
 interface UnprintedParameters {

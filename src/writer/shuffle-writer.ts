@@ -33,7 +33,7 @@ import { assertWritableSchema, assertInputBatch } from './input-batch.js';
 import { OneCallAtATime, type WriterState } from './writer-calls.js';
 import { createPartitioner, type Partitioner } from './partitioner.js';
 import { PartitionRows } from './partition-rows.js';
-import { sameSchema } from './same-schema.js';
+import { describeSchema, sameSchema, schemaDifference } from './same-schema.js';
 import { prepareSourceColumn, type SourceColumn } from './source-column.js';
 import { dataBytesOf } from './split-binary.js';
 import { splitPlanned, splitRange } from './split-column.js';
@@ -304,7 +304,7 @@ export class ShuffleWriter implements Reclaimable {
     else if (batch.schema !== this.lastCheckedSchema) {
       // comparing schemas is slow; producers usually hand over the same Schema object every time
       if (!sameSchema(this.inputSchema, batch.schema)) {
-        throw new ShuffleError('CS_SCHEMA_MISMATCH', `batch ${this.totalBatches} has schema ${describe(batch.schema)}, expected ${describe(this.inputSchema)}`);
+        throw new ShuffleError('CS_SCHEMA_MISMATCH', `batch ${this.totalBatches} has schema ${describeSchema(batch.schema)}, expected ${describeSchema(this.inputSchema)}: ${schemaDifference(this.inputSchema, batch.schema)}`);
       }
       this.lastCheckedSchema = batch.schema;
     }
@@ -1126,6 +1126,3 @@ function collectDictionaries(data: Data, layout: ColumnLayout, found: Map<number
   childLayouts(layout).forEach((child, i) => collectDictionaries(data.children[i]!, child, found));
 }
 
-function describe(schema: Schema): string {
-  return `{${schema.fields.map((f) => `${f.name}: ${String(f.type)}${f.nullable ? '' : ' not null'}`).join(', ')}}`;
-}
