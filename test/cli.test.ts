@@ -873,6 +873,8 @@ describe('errors', () => {
     [['read', 'prefix', '--partition', '-1'], /--partition/],
     [['inspect'], /missing the shuffle output <prefix>/],
     [['demo', '--rows', '0'], /--rows must be an integer >= 1/],
+    [['clean'], /give --output PREFIX, --dir DIR or --spill-dir DIR/],
+    [['clean', 'prefix'], /unexpected argument 'prefix'/],
     [['write', 'in.arrow', '-p', '16777217', '-o', 'x', '-k', 'id'], /--partitions must be an integer in \[1, 16777216\]/],
     [['demo', '-p', '16777217'], /--partitions must be an integer in \[1, 16777216\]/],
     [['shuffle'], /unknown command 'shuffle'/],
@@ -903,7 +905,7 @@ describe('help and version', () => {
     for (const line of run.stdout.split('\n')) expect(line.length).toBeLessThanOrEqual(80);
   });
 
-  test.each(['write', 'read', 'inspect', 'demo'])('%s --help lists its options, in at most 80 columns', async (command) => {
+  test.each(['write', 'read', 'inspect', 'demo', 'clean'])('%s --help lists its options, in at most 80 columns', async (command) => {
     const run = await cli(command, '--help');
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(new RegExp(`^Usage: columnar-shuffle ${command}`));
@@ -1070,5 +1072,36 @@ describe('an interrupt (SIGINT, SIGTERM, SIGHUP)', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('clean', () => {
+  test("removes a killed write's temporary and spill files, and never a committed output or a file of another name", async () => {
+    const work = await mkdtemp(join(tmpdir(), 'cs-cli-clean-'));
+    try {
+      await mkdir(join(work, 'spill'));
+      const committed = join(work, 'done');
+      json(await cli('write', join(dir, 'input.arrow'), '-p', '2', '-k', 'id', '-o', committed, '--json'));
+      const leftovers = [join(work, 'killed.data.0123456789ab.tmp'), join(work, 'killed.index.0123456789ab.tmp'), join(work, 'spill', 'columnar-shuffle-spill-0123456789abcdef.tmp')];
+      const others = [join(work, 'killed.data.notours.tmp'), join(work, 'spill', 'notes.txt'), join(work, 'done.data.0123456789ab.tmp')];
+      for (const path of [...leftovers, ...others]) await writeFile(path, 'x');
+
+      const run = await cli('clean', '--output', join(work, 'killed'), '--spill-dir', join(work, 'spill'), '--json');
+      expect(JSON.parse(run.stdout)).toEqual({ removed: [...leftovers].sort() });
+      expect((await readdir(work)).sort()).toEqual(['done.checksum.CRC32C', 'done.data', 'done.data.0123456789ab.tmp', 'done.index', 'killed.data.notours.tmp', 'spill']);
+      expect(await readdir(join(work, 'spill'))).toEqual(['notes.txt']);
+
+      const human = await cli('clean', '--dir', work);
+      expect(human.stdout).toBe(`removed ${join(work, 'done.data.0123456789ab.tmp')}\n1 leftover file removed\n`);
+      expect((await cli('inspect', committed)).code).toBe(0);
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  });
+
+  test('a directory that does not exist is CS_FILE_NOT_FOUND naming it, exit 1', async () => {
+    const run = await cli('clean', '--spill-dir', join(dir, 'no-such-spill-dir'));
+    expect(run.code).toBe(1);
+    expect(errorLine(run)).toMatch(/CS_FILE_NOT_FOUND: .*no-such-spill-dir/);
   });
 });

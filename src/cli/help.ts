@@ -20,6 +20,8 @@ Commands:
                    schema, codec, and bytes, batches and rows per partition
   demo [--rows N] [--partitions N] [--dir DIR]
                    generate, shuffle, read back and verify demo data
+  clean [--output PREFIX] [--dir DIR] [--spill-dir DIR]
+                   remove the temporary and spill files of a killed write
   help [command]   show help for a command
 
 Options:
@@ -31,7 +33,7 @@ Errors are one line on stderr, 'columnar-shuffle: error CS_<CODE>: <message>',
 with a stable code. Exit status: 0 success, 1 the operation failed,
 2 the command line is wrong (CS_INVALID_ARGUMENT), 130 interrupted.
 SIGINT, SIGTERM or SIGHUP stops a command and removes the files it made; a
-second signal exits at once and may leave temporary files (named *.tmp).
+second signal exits at once and may leave temporary files: see 'clean'.
 `;
 
 export const WRITE_HELP = `Usage: columnar-shuffle write <input> --partitions N --output PREFIX [options]
@@ -130,4 +132,26 @@ Options:
                        most memory the writer may hold, spilling beyond it
                        (default: no limit); SIZE as in 'write --help': 64MiB
   -h, --help           show this help
+`;
+
+export const CLEAN_HELP = `Usage: columnar-shuffle clean [--output PREFIX] [--dir DIR] [--spill-dir DIR]
+
+Removes what a killed 'write' left behind. A write that fails or is stopped
+removes its own files; one that is killed (SIGKILL, a crash, a second Ctrl-C)
+cannot. Run it before writing again, and never while a write uses the same
+prefix or directories: it would delete that write's files.
+
+Options:
+  -o, --output PREFIX  the temporary files of the output PREFIX
+                       (PREFIX.data.<12 hex>.tmp ...), and its data and
+                       checksum files when PREFIX.index does not exist (a
+                       commit cut short: the index is written last)
+  -d, --dir DIR        the temporary output files of every prefix in DIR
+      --spill-dir DIR  the spill files in DIR
+                       (columnar-shuffle-spill-<16 hex>.tmp)
+      --json           print {"removed": [paths]} on stdout
+  -h, --help           show this help
+
+A committed output (PREFIX.index exists) is never removed, nor any file whose
+name is not exactly one of those above.
 `;

@@ -11,7 +11,7 @@ import {
   type CliContext,
   type CliIO,
 } from './context.js';
-import { DEMO_HELP, INSPECT_HELP, READ_HELP, USAGE, WRITE_HELP } from './help.js';
+import { CLEAN_HELP, DEMO_HELP, INSPECT_HELP, READ_HELP, USAGE, WRITE_HELP } from './help.js';
 
 export { USAGE } from './help.js';
 
@@ -26,6 +26,7 @@ const COMMANDS: Record<string, { help: string; load: () => Promise<CommandRun> }
   read: { help: READ_HELP, load: async () => (await import('./read-command.js')).readCommand },
   inspect: { help: INSPECT_HELP, load: async () => (await import('./inspect-command.js')).inspectCommand },
   demo: { help: DEMO_HELP, load: async () => (await import('./demo-command.js')).demoCommand },
+  clean: { help: CLEAN_HELP, load: async () => (await import('./clean-command.js')).cleanCommand },
 };
 
 export interface MainOptions extends Partial<CliIO>, Pick<CliContext, 'systemMemory'> {
