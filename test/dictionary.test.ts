@@ -10,6 +10,7 @@ import { Dictionary, Field, Int16, Int32, Int64, Int8, List, RecordBatch, Schema
 import { MessageHeader } from 'apache-arrow/enum';
 import { Message, type DictionaryBatch } from 'apache-arrow/ipc/metadata/message';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { MemoryPool } from '../src/memory/memory-pool.js';
 import { ShuffleReader } from '../src/reader/shuffle-reader.js';
 import { ShuffleWriter } from '../src/writer/shuffle-writer.js';
 import { createShuffleWriter } from '../src/writer-kind.js';
@@ -170,6 +171,50 @@ describe('the dictionary batches of a partition stream', () => {
     const replacements = messages.filter((m) => m.type === 'dictionary' && m.isDelta === false);
     expect(replacements.length).toBeGreaterThan(1); // the first dictionary, then at least one start-over
     for (const m of messages.filter((m) => m.type === 'dictionary')) expect(m.rows).toBeLessThanOrEqual(128);
+  });
+});
+
+describe('dictionaries that outgrow their index type, or change on every batch', () => {
+  const int8 = new Schema([new Field('k', new Int32(), false), new Field('d', new Dictionary(new Utf8(), new Int8(), 3), true)]);
+  const words = (n: number, tag: string) => new Vector([utf8Column(Array.from({ length: n }, (_, i) => `${tag}${i}`))]);
+
+  test.each(['hash', 'sort'] as const)('%s writer: an int8 dictionary of 129 values (its last one out of reach) keeps its rows: the columnar writer committed an empty dictionary', async (writer) => {
+    const outcome = await runShuffle(dir, { numPartitions: 2, partitioning: { kind: 'hash', keys: ['k'] } }, [batch(words(129, 'w'), [0, 1, 127], int8)], 'map', writer);
+    outcome.actual.forEach((rows, p) => expect(firstDifference(rows, outcome.expected[p]!, `partition ${p}`)).toBeNull());
+  });
+
+  test('an int8 dictionary extended past 128 values keeps the indices the batches use, with no new epoch', async () => {
+    const first = words(100, 'a');
+    const extended = new Vector([...first.data, ...words(100, 'b').data]);
+    const prefix = await write([batch(first, [0, 99], int8), batch(extended, [127, 5], int8)]);
+    expect((await partitionMessages(prefix)).filter((m) => m.type === 'dictionary')).toEqual([
+      { type: 'dictionary', isDelta: false, id: 3, rows: 100 },
+      { type: 'dictionary', isDelta: true, id: 3, rows: 100 },
+    ]);
+    expect(await decoded(prefix)).toEqual(['a0', 'a99', 'b27', 'a5']);
+  });
+
+  test('an unrelated dictionary each batch under a 256 KiB pool: every start-over lets its old dictionary batches go once spilled (their bytes stayed reserved until CS_MEMORY_LIMIT)', async () => {
+    const pool = new MemoryPool(256 * 1024);
+    const batches = Array.from({ length: 1200 }, (_, b) => batch(words(3, `batch ${b}: ${'a long dictionary value '.repeat(12)}`), [0, 1, 2, 1], int8));
+    const outcome = await runShuffle(dir, { numPartitions: 4, partitioning: { kind: 'hash', keys: ['k'] }, memoryPool: pool }, batches);
+    outcome.actual.forEach((rows, p) => expect(firstDifference(rows, outcome.expected[p]!, `partition ${p}`)).toBeNull());
+    expect(outcome.result.spills).toBeGreaterThan(0);
+    expect(pool.reserved).toBe(0);
+  });
+
+  test('replacement updates of a dictionary that grows by one value a batch: the memory held stays linear (the gathered values grew 1.5x a batch, 126 MB after 40)', async () => {
+    const pool = new MemoryPool(64 * 1024 * 1024);
+    const writer = await ShuffleWriter.create({ numPartitions: 1, partitioning: { kind: 'single' }, outputPrefix: join(dir, 'out'), dictionaryUpdates: 'replacement', memoryPool: pool });
+    const all = words(60, 'v');
+    let peak = 0;
+    for (let b = 1; b <= 60; b++) {
+      await writer.write(batch(new Vector([all.data[0]!.slice(0, b)]), [b - 1]));
+      peak = Math.max(peak, pool.reserved);
+    }
+    await writer.finish();
+    expect(peak).toBeLessThan(4 * 1024 * 1024);
+    expect(await decoded(join(dir, 'out'))).toEqual(Array.from({ length: 60 }, (_, i) => `v${i}`));
   });
 });
 

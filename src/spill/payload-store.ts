@@ -63,7 +63,7 @@ export class PayloadStore {
   readonly batchCounts: Float64Array;
   spilledBytes = 0;
   /** set once the merge starts: from then on nothing may move to a new spill file */
-  private merging = false;
+  private mergeStarted = false;
   /** the last spill run (settled), which the next one waits for */
   private spilling: Promise<unknown> = Promise.resolve();
 
@@ -92,7 +92,12 @@ export class PayloadStore {
    * Pass the range to `add` with the payload encoded into it.
    */
   allocate(bytes: number): SlabRange | null {
-    return this.merging ? null : this.slabs.allocate(bytes);
+    return this.mergeStarted ? null : this.slabs.allocate(bytes);
+  }
+
+  /** Whether the merge has begun: a spill then writes nothing. */
+  get merging(): boolean {
+    return this.mergeStarted;
   }
 
   /** Spills so far (runs in the spill file). */
@@ -137,7 +142,7 @@ export class PayloadStore {
    * Returns the bytes released.
    */
   spill(extra: ReadonlyMap<number, ExtraMessages> = new Map()): Promise<number> {
-    if (this.merging) {
+    if (this.mergeStarted) {
       // no run may start once the merge has begun (it would not read its segments); evicted rows cannot
       // come then: the writer has released every buffer before it merges
       if (extra.size > 0) return Promise.reject(new Error('internal: rows evicted after the merge began'));
@@ -216,7 +221,7 @@ export class PayloadStore {
     await this.reservation.grow(minBytes);
     // From here on no spill run starts. One already asked for (a reclaim another consumer asked for) has
     // taken its payloads out of memory: the merge reads nothing before it is on disk, or they were lost.
-    this.merging = true;
+    this.mergeStarted = true;
     await this.spilling;
     // the spill file reads each run through its own window: more room (if the pool has it, within the share) means fewer reads
     const runs = this.spillFile?.runCount ?? 0;
@@ -297,7 +302,7 @@ export class PayloadStore {
     const bytes = message.byteLength;
     if (!this.compacting || arena === undefined || payload.range !== null || bytes > arena.byteLength * COMPACT_BELOW) return message;
     if (payload.reserved < arena.byteLength + bytes) return message;
-    const range = this.merging ? null : this.slabs.allocate(bytes);
+    const range = this.mergeStarted ? null : this.slabs.allocate(bytes);
     if (range !== null) {
       payload.range = range;
       this.slabbedBytes += range.bytes.byteLength;

@@ -32,6 +32,8 @@ interface DictionaryState {
    * every value so far.
    */
   chunks: Promise<EncodedMessage>[];
+  /** bytes of `chunks` held in the reservation (a superseded replacement's are retired) */
+  chunkBytes: number;
   /** replacements only: every value so far, gathered compactly */
   values: ColumnBuffer | null;
   /** the input dictionary the last batch brought, and where its values are (null: at their own indices) */
@@ -75,6 +77,12 @@ export class DictionaryTracker {
   private held = 0;
   /** whether the per-partition state is in `held` */
   private stateHeld = false;
+  /**
+   * Bytes of dictionary batches no partition will be sent again (an ended
+   * epoch's, a superseded replacement): still held, as payloads cached before
+   * may point at them, until a spill has written those payloads (dropRetired).
+   */
+  private retiredBytes = 0;
 
   constructor(
     layouts: readonly DictionaryLayout[],
@@ -91,6 +99,7 @@ export class DictionaryTracker {
         epoch: 0,
         length: 0,
         chunks: [],
+        chunkBytes: 0,
         values: null,
         input: null,
         remap: null,
@@ -128,7 +137,9 @@ export class DictionaryTracker {
       remap = extendRemap(new Int32Array(0), inputLength, 0, s.length);
     }
     const added = inputLength - firstNew;
-    if (s.length + added - 1 > maxIndex(s.layout)) return 'overflow';
+    // only remapped indices can outgrow the index type: at their own indices they are the input's, which fit
+    // (an Int8 dictionary of 129 values is valid Arrow, its last value unreachable; refused, it lost its rows)
+    if (remap !== null && s.length + added - 1 > maxIndex(s.layout)) return 'overflow';
     if (added > 0 || s.chunks.length === 0) await this.appendChunk(s, dictionary, firstNew, inputLength);
     s.length += added;
     s.input = dictionary;
@@ -142,10 +153,29 @@ export class DictionaryTracker {
     s.epoch++;
     s.length = 0;
     s.chunks = [];
+    this.retiredBytes += s.chunkBytes; // (the flush before the restart cached payloads that point at them)
+    s.chunkBytes = 0;
     if (s.values !== null) this.unhold(s.values.release());
     s.values = null;
     s.input = null;
     s.remap = null;
+  }
+
+  /** Bytes held for dictionary batches no partition will be sent again. */
+  get retired(): number {
+    return this.retiredBytes;
+  }
+
+  /**
+   * Releases `bytes` of the retired dictionary batches; call it once a spill
+   * that began after they were retired has written every cached payload.
+   * Returns the bytes released.
+   */
+  dropRetired(bytes: number): number {
+    const dropped = Math.min(bytes, this.retiredBytes);
+    this.retiredBytes -= dropped;
+    this.unhold(dropped);
+    return dropped;
   }
 
   /** Output index of each input index of the last registered dictionary of `id`, or null when they are equal. */
@@ -185,6 +215,7 @@ export class DictionaryTracker {
     this.scratch.clear();
     this.reservation.shrink(this.held);
     this.held = 0;
+    this.retiredBytes = 0;
   }
 
   private state(id: number): DictionaryState {
@@ -212,7 +243,9 @@ export class DictionaryTracker {
         const b = Math.min(to, chunkStart + data.length) - chunkStart;
         chunkStart += data.length;
         if (b <= a) continue;
-        await this.append(column, prepareSourceColumn(data, s.layout.values), a, b, filled, Math.max(rows, Math.ceil(column.capacity * 1.5)));
+        // grown geometrically when it must grow (always asking for 1.5x the capacity grew it on every replacement)
+        const capacity = column.capacity >= rows ? column.capacity : Math.max(rows, Math.ceil(column.capacity * 1.5));
+        await this.append(column, prepareSourceColumn(data, s.layout.values), a, b, filled, capacity);
         filled += b - a;
       }
       const nodes: FieldNodeInfo[] = [];
@@ -229,7 +262,14 @@ export class DictionaryTracker {
         bytes.set(chunk, at);
         at += chunk.byteLength;
       }
+      if (replacing && s.chunks.length > 0) {
+        // superseded: a partition is only ever sent the latest, which holds every value
+        this.retiredBytes += s.chunkBytes;
+        s.chunkBytes = 0;
+        s.chunks[s.chunks.length - 1] = SUPERSEDED;
+      }
       s.chunks.push(Promise.resolve({ chunks: [bytes], byteLength: bytes.byteLength }));
+      s.chunkBytes += bytes.byteLength;
       this.unhold(bound - bytes.byteLength);
     } finally {
       if (!replacing) this.unhold(column.release());
@@ -264,6 +304,9 @@ export class DictionaryTracker {
     this.held -= bytes;
   }
 }
+
+/** What a superseded replacement's place in `chunks` keeps (no partition is sent it again). */
+const SUPERSEDED: Promise<EncodedMessage> = Promise.resolve({ chunks: [], byteLength: 0 });
 
 /** A dictionary's state per partition: its sentEpoch and sentChunks entries. */
 const PARTITION_STATE_BYTES = 8;

@@ -449,7 +449,7 @@ export class ShuffleWriter implements Reclaimable {
         this.buffers[p] = undefined;
       }
     }
-    if (detached.length === 0) return freed + (await this.store.spill());
+    if (detached.length === 0) return freed + (await this.spillStore());
     // the dictionary batches detached rows need go right before them: taken now, still without an
     // await, so they are in order with every other payload of the partition
     const dictionaries = detached.map(({ p, merged, buffer }) => ((merged?.filled ?? 0) + (buffer?.filled ?? 0) > 0 ? this.dictionaryMessages(p) : []));
@@ -461,7 +461,7 @@ export class ShuffleWriter implements Reclaimable {
     });
     try {
       // (not `freed += await ...`: that reads freed before the run, and the run's written() adds the evicted bytes to it)
-      const released = await this.store.spill(extra);
+      const released = await this.spillStore(extra);
       freed += released;
     } catch (error) {
       // some of these rows may have left memory without reaching a complete spill: this writer is done
@@ -566,7 +566,7 @@ export class ShuffleWriter implements Reclaimable {
     try {
       // taken without an await before the spill, so they stay in order with p's other payloads
       const dictionaries = this.dictionaryMessages(p);
-      await this.store.spill(new Map([[p, this.spilledRows(merged, buffer, dictionaries, () => undefined)]]));
+      await this.spillStore(new Map([[p, this.spilledRows(merged, buffer, dictionaries, () => undefined)]]));
     } finally {
       for (const source of sources) source.busy--;
     }
@@ -633,8 +633,21 @@ export class ShuffleWriter implements Reclaimable {
       if ((await tracker.register(id, dictionary)) === 'ok') continue;
       await this.flushAll();
       tracker.restart(id);
-      await tracker.register(id, dictionary);
+      // a new epoch keeps the input's own indices, which fit their type
+      if ((await tracker.register(id, dictionary)) !== 'ok') throw new Error(`internal: dictionary ${id} overflows a new epoch`);
     }
+  }
+
+  /**
+   * Spills the payload store's cached payloads (and `extra` evicted rows),
+   * then lets go of the dictionary batches retired before it began: the run
+   * took every cached payload that pointed at them. Returns the bytes released.
+   */
+  private async spillStore(extra?: ReadonlyMap<number, ExtraMessages>): Promise<number> {
+    const retired = this.dictionaries?.retired ?? 0;
+    const merging = this.store.merging; // then nothing is spilled, and the merge still reads them
+    const released = await this.store.spill(extra);
+    return released + (merging ? 0 : (this.dictionaries?.dropRetired(retired) ?? 0));
   }
 
   /** Emits every partition's buffered rows (partition and merge buffers), keeping the buffers. */
