@@ -14,6 +14,7 @@ import {
   DenseUnion,
   Dictionary,
   Field,
+  FixedSizeBinary,
   FixedSizeList,
   Int16,
   Int32,
@@ -202,6 +203,24 @@ const STRUCT_SCHEMA = schemaOf(field('s', STRUCT));
 const MAP_SCHEMA = schemaOf(field('m', MAP_I64), field('ml', MAP_LIST));
 const DENSE_SCHEMA = schemaOf(field('u', DENSE), field('un', DENSE_NESTED));
 const DICT_SCHEMA = schemaOf(field('d', DICT_UTF8), field('dl', DICT_LIST));
+/** Values of zero bytes: fixed-size binary(0) at the top, in a list, in a struct, and as dictionary values. */
+const FSB0 = () => new FixedSizeBinary(0);
+const ZERO_WIDTH_SCHEMA = schemaOf(
+  field('f', FSB0()),
+  field('lf', new List(field('item', FSB0()))),
+  field('sf', new Struct([field('z', FSB0()), field('a', I32())])),
+  field('df', new Dictionary(FSB0(), new Int16(), 13)),
+);
+
+function zeroWidthColumns(n: number): Data[] {
+  const f = makeData({ type: FSB0(), length: n, ...validity(n, (i) => i % 3 !== 0), data: new Uint8Array(0) });
+  const lf = makeData({ type: ZERO_WIDTH_SCHEMA.fields[2]!.type, length: n, ...validity(n, (i) => i % 4 !== 1), valueOffsets: Int32Array.from({ length: n + 1 }, (_, i) => 2 * i), child: makeData({ type: FSB0(), length: 2 * n, data: new Uint8Array(0) }) } as never);
+  const sf = makeData({ type: ZERO_WIDTH_SCHEMA.fields[3]!.type, length: n, ...validity(n, (i) => i % 5 !== 2), children: [makeData({ type: FSB0(), length: n, ...validity(n, (i) => i % 2 === 0), data: new Uint8Array(0) }), int32s(n)] } as never);
+  const dictionaryType = ZERO_WIDTH_SCHEMA.fields[4]!.type as Dictionary;
+  const df = makeData({ type: dictionaryType, length: n, ...validity(n, (i) => i % 2 === 1), data: Int16Array.from({ length: n }, (_, i) => i % 2), dictionary: new Vector([makeData({ type: FSB0(), length: 2, nullCount: 1, nullBitmap: Uint8Array.of(1), data: new Uint8Array(0) })]) } as never);
+  return [f, lf, sf, df];
+}
+
 const ALL_SCHEMA = schemaOf(...LIST_SCHEMA.fields.slice(1), ...STRUCT_SCHEMA.fields.slice(1), ...MAP_SCHEMA.fields.slice(1), ...DENSE_SCHEMA.fields.slice(1), ...DICT_SCHEMA.fields.slice(1));
 
 const CASES: readonly Case[] = [
@@ -252,6 +271,15 @@ const CASES: readonly Case[] = [
       batchOf(DICT_SCHEMA, 36, [keys(36, 11), emptyDictionary(DICT_UTF8, 36), emptyDictionary(DICT_LIST, 36)]),
       zeroRowBatch(DICT_SCHEMA),
       batchOf(DICT_SCHEMA, 24, [keys(24, 12), emptyDictionary(DICT_UTF8, 24), emptyDictionary(DICT_LIST, 24)]).slice(7, 24),
+    ],
+  },
+  {
+    name: 'values of zero bytes (fixed-size binary(0) at the top, in a list, a struct, a dictionary; the sort writer refused them)',
+    schema: ZERO_WIDTH_SCHEMA,
+    batches: () => [
+      batchOf(ZERO_WIDTH_SCHEMA, 40, [keys(40, 16), ...zeroWidthColumns(40)]),
+      zeroRowBatch(ZERO_WIDTH_SCHEMA),
+      batchOf(ZERO_WIDTH_SCHEMA, 29, [keys(29, 17), ...zeroWidthColumns(29)]).slice(3, 26),
     ],
   },
   {

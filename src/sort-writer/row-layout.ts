@@ -1,6 +1,5 @@
 import type { Field } from 'apache-arrow';
-import { ShuffleError } from '../errors.js';
-import { childLayouts, columnLayoutOf, type ColumnLayout } from '../writer/column-layout.js';
+import { columnLayoutOf, type ColumnLayout } from '../writer/column-layout.js';
 
 /**
  * The compact binary row of the sort writer: Velox's CompactRow in spirit
@@ -122,7 +121,8 @@ export const ROW_LENGTH_BYTES = 4;
  * The row layout of the given output fields, or CS_UNSUPPORTED_TYPE naming
  * the first column a row cannot hold: exactly what the columnar writer
  * refuses (types columnLayoutOf has no layout for, at any depth, named like
- * `tags.item`), plus widths no writer makes.
+ * `tags.item`, and parameters no reader takes: a Decimal of 16 bits, a
+ * negative byte width).
  */
 export function rowLayoutOf(fields: readonly Field[]): RowLayout {
   const bitmapBytes = (fields.length + 7) >>> 3;
@@ -131,7 +131,6 @@ export function rowLayoutOf(fields: readonly Field[]): RowLayout {
   const rowFields = fields.map((field, f): RowField => {
     const slot = at;
     const layout = columnLayoutOf(field); // refuses what the columnar writer refuses, naming the column
-    assertRowWidths(layout, field);
     const width = slotWidthOf(layout);
     at += width;
     switch (layout.kind) {
@@ -187,11 +186,4 @@ export function hasLengthSlot(layout: ColumnLayout): boolean {
   }
 }
 
-/** A schema read from a file may claim widths no writer makes (a 1-bit Decimal is 1/8 byte): refused at any depth. */
-function assertRowWidths(layout: ColumnLayout, field: Field): void {
-  if (layout.kind === 'fixed-width' && !(Number.isInteger(layout.byteWidth) && layout.byteWidth > 0)) {
-    throw new ShuffleError('CS_UNSUPPORTED_TYPE', `the sort writer cannot shuffle a column of type ${String(field.type)}: a value of ${layout.byteWidth} bytes`, { column: field.name });
-  }
-  if (layout.kind === 'dictionary') assertRowWidths(layout.values, field);
-  for (const child of childLayouts(layout)) assertRowWidths(child, field);
-}
+

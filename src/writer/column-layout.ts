@@ -85,6 +85,17 @@ export function columnLayoutOf(field: Field, column = field.name): ColumnLayout 
   const unsupported = (why: string) =>
     new ShuffleError('CS_UNSUPPORTED_TYPE', `cannot shuffle a column of type ${String(type)}: ${why}`, { column });
   const childOf = (child: Field) => columnLayoutOf(child, `${column}.${child.name}`);
+  // arrow-js builds types of any parameters (Decimal of 16 bits, a negative byte width); a writer took
+  // them, and wrote outputs no reader could read, or failed with a plain RangeError
+  const bitsOf = (of: DataType, allowed: readonly number[]) => {
+    const bits = (of as DataType & { bitWidth: number }).bitWidth;
+    if (!allowed.includes(bits)) throw unsupported(`a bit width of ${String(bits)} (one of ${allowed.join(', ')})`);
+    return bits;
+  };
+  const count = (value: number, what: string) => {
+    if (!(Number.isInteger(value) && value >= 0 && value <= 0x7fffffff)) throw unsupported(`a ${what} of ${String(value)}`);
+    return value;
+  };
   switch (type.typeId) {
     case Type.Null:
       return { kind: 'null' };
@@ -104,13 +115,17 @@ export function columnLayoutOf(field: Field, column = field.name): ColumnLayout 
     case Type.TimeMillisecond:
     case Type.TimeMicrosecond:
     case Type.TimeNanosecond:
+      return fixed(bitsOf(type, [8, 16, 32, 64]) / 8);
     case Type.Decimal:
-      return fixed((type as DataType & { bitWidth: number }).bitWidth / 8);
+      return fixed(bitsOf(type, [32, 64, 128, 256]) / 8);
     case Type.Float:
     case Type.Float16:
     case Type.Float32:
-    case Type.Float64:
-      return fixed([2, 4, 8][(type as DataType & { precision: number }).precision]!);
+    case Type.Float64: {
+      const width = [2, 4, 8][(type as DataType & { precision: number }).precision];
+      if (width === undefined) throw unsupported('a float precision other than half, single or double');
+      return fixed(width);
+    }
     case Type.Date:
     case Type.DateDay:
     case Type.DateMillisecond:
@@ -134,7 +149,7 @@ export function columnLayoutOf(field: Field, column = field.name): ColumnLayout 
       return fixed(unit === IntervalUnit.YEAR_MONTH ? 4 : unit === IntervalUnit.DAY_TIME ? 8 : 16);
     }
     case Type.FixedSizeBinary:
-      return fixed((type as DataType & { byteWidth: number }).byteWidth);
+      return fixed(count((type as DataType & { byteWidth: number }).byteWidth, 'byte width'));
     case Type.Utf8:
     case Type.Binary:
       return { kind: 'binary', offsetWidth: 4 };
@@ -150,7 +165,7 @@ export function columnLayoutOf(field: Field, column = field.name): ColumnLayout 
     case Type.LargeList:
       return { kind: 'list', offsetWidth: 8, child: childOf(type.children[0]!) };
     case Type.FixedSizeList:
-      return { kind: 'fixed-size-list', listSize: (type as DataType & { listSize: number }).listSize, child: childOf(type.children[0]!) };
+      return { kind: 'fixed-size-list', listSize: count((type as DataType & { listSize: number }).listSize, 'list size'), child: childOf(type.children[0]!) };
     case Type.Struct:
       return { kind: 'struct', children: type.children.map(childOf) };
     case Type.Union:
@@ -169,6 +184,7 @@ export function columnLayoutOf(field: Field, column = field.name): ColumnLayout 
       const values = columnLayoutOf(new Field(field.name, dictionary.dictionary, true), column);
       if (containsDictionary(values)) throw unsupported('a dictionary whose values hold another dictionary');
       const indices = dictionary.indices;
+      bitsOf(indices, [8, 16, 32, 64]);
       return {
         kind: 'dictionary',
         id: dictionary.id,
