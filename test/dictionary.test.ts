@@ -319,6 +319,17 @@ describe('sort writer: dictionary columns come back as dictionaries', () => {
     }
   });
 
+  test.each(['hash', 'sort'] as const)('%s writer: two columns of one dictionary id holding different dictionaries are CS_UNSUPPORTED_TYPE before any row moves (the sort writer committed rows its reader refused)', async (writer) => {
+    const schema = new Schema([new Field('k', new Int32(), false), new Field('d', TYPE, true), new Field('e', TYPE, true)]);
+    const column = (values: string[]) => makeData({ type: TYPE, length: 2, data: Int32Array.of(0, 1), dictionary: new Vector([utf8Column(values)]) } as never);
+    const keys = makeData({ type: new Int32(), length: 2, data: Int32Array.of(1, 2) });
+    const b = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: 2, nullCount: 0, children: [keys, column(['a', 'b']), column(['x', 'y'])] }));
+    const w = await createShuffleWriter(writer, { numPartitions: 2, partitioning: { kind: 'hash', keys: ['k'] }, outputPrefix: join(dir, 'out') });
+    await expect(w.write(b)).rejects.toMatchObject({ code: 'CS_UNSUPPORTED_TYPE', message: expect.stringContaining('share dictionary id 7 but hold different dictionaries') });
+    await w.abort();
+    expect(await readdir(dir)).toEqual([]);
+  });
+
   test('dictionaries of nested values and nested in lists and structs, every index width', async () => {
     const rng = new Rng(77);
     for (const Index of [Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32]) {

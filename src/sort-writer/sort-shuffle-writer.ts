@@ -1,5 +1,5 @@
 import { tmpdir } from 'node:os';
-import { Schema, type RecordBatch } from 'apache-arrow';
+import { Schema, type RecordBatch, type Vector } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
 import { codecByName, type Codec, type CodecName } from '../format/codec.js';
 import { CompressionAdvisor, DEFAULT_MIN_SAVINGS } from '../format/compression-advisor.js';
@@ -8,7 +8,7 @@ import type { MemoryPool, MemoryReservation, Reclaimable } from '../memory/memor
 import { defaultMemoryPool } from '../memory/default-pool.js';
 import { MERGE_WINDOW_SHARE, mergeBufferBytes, reserveMergeWindows, SpillFile, windowsWanted } from '../spill/spill-file.js';
 import { columnIndex } from '../writer/column-index.js';
-import { assertDictionaryIndices } from '../writer/dictionary-indices.js';
+import { assertDictionaryIndices, collectDictionaries } from '../writer/dictionary-indices.js';
 import { assertWritableSchema, assertInputBatch } from '../writer/input-batch.js';
 import { OneCallAtATime, type WriterState } from '../writer/writer-calls.js';
 import { createPartitioner, type Partitioner } from '../writer/partitioner.js';
@@ -219,7 +219,11 @@ export class SortShuffleWriter implements Reclaimable {
         await this.reserveScratch(batch.numRows);
         // every row's partition first, so a bad partition id refuses the whole batch before anything changes
         this.partitioner!.computePartitionIds(batch, this.partitionIds, this.totalRows);
-        this.outputColumns.forEach((c, f) => assertDictionaryIndices(batch.data.children[c]!, this.layouts[f]!, batch.schema.fields[c]!.name));
+        const dictionaries = new Map<number, Vector>();
+        this.outputColumns.forEach((c, f) => {
+          assertDictionaryIndices(batch.data.children[c]!, this.layouts[f]!, batch.schema.fields[c]!.name);
+          collectDictionaries(batch.data.children[c]!, this.layouts[f]!, dictionaries);
+        });
         await this.appendRows(batch);
         this.totalRows += batch.numRows;
       }

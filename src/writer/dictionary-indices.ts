@@ -1,4 +1,4 @@
-import type { Data, DataType } from 'apache-arrow';
+import type { Data, DataType, Vector } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
 import { childLayouts, type ColumnLayout } from './column-layout.js';
 
@@ -56,4 +56,23 @@ export function assertIndicesInDictionary(data: Data, size: number, column: stri
   if (row >= 0) {
     throw new ShuffleError('CS_INVALID_ARGUMENT', `row ${row} of the dictionary column "${column}" points at value ${String(values[row])} of its ${size}-value dictionary`, { column, row });
   }
+}
+
+/**
+ * The dictionary (by id) of every dictionary column in `data`, nested ones
+ * included, into `found`; CS_UNSUPPORTED_TYPE when two columns of one id
+ * hold different dictionaries (an IPC stream has one dictionary per id: the
+ * sort writer committed such rows, and its reader refused them).
+ */
+export function collectDictionaries(data: Data, layout: ColumnLayout, found: Map<number, Vector>): void {
+  if (layout.kind === 'dictionary') {
+    const dictionary = data.dictionary!;
+    const seen = found.get(layout.id);
+    if (seen !== undefined && seen !== dictionary) {
+      throw new ShuffleError('CS_UNSUPPORTED_TYPE', `two dictionary columns share dictionary id ${layout.id} but hold different dictionaries`);
+    }
+    found.set(layout.id, dictionary);
+    return;
+  }
+  childLayouts(layout).forEach((child, i) => collectDictionaries(data.children[i]!, child, found));
 }

@@ -1,5 +1,5 @@
 import { tmpdir } from 'node:os';
-import { Schema, type Data, type RecordBatch, type Vector } from 'apache-arrow';
+import { Schema, type RecordBatch, type Vector } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
 import { codecByName, type Codec } from '../format/codec.js';
 import { CompressionAdvisor, DEFAULT_MIN_SAVINGS, STORE_RAW } from '../format/compression-advisor.js';
@@ -28,7 +28,7 @@ import { childLayouts, columnLayoutOf, dictionaryLayouts, fixedBytesPerRow, type
 import { DictionaryTracker } from './dictionary-tracker.js';
 import { InputStaging, MAX_STAGING_BYTES, MAX_STAGING_SHARE, MIN_STAGED_BATCHES, stagingTargetRows } from './input-staging.js';
 import { columnIndex } from './column-index.js';
-import { assertDictionaryIndices } from './dictionary-indices.js';
+import { assertDictionaryIndices, collectDictionaries } from './dictionary-indices.js';
 import { assertWritableSchema, assertInputBatch } from './input-batch.js';
 import { OneCallAtATime, type WriterState } from './writer-calls.js';
 import { createPartitioner, type Partitioner } from './partitioner.js';
@@ -1125,17 +1125,4 @@ function bindSchemaChecks(schema: Schema, options: Pick<ShuffleWriterOptions, 'p
   createPartitioner(options.partitioning, schema, options.numPartitions, 0);
 }
 
-/** The dictionary (by id) of every dictionary column in `data`, nested ones included. */
-function collectDictionaries(data: Data, layout: ColumnLayout, found: Map<number, Vector>): void {
-  if (layout.kind === 'dictionary') {
-    const dictionary = data.dictionary!;
-    const seen = found.get(layout.id);
-    if (seen !== undefined && seen !== dictionary) {
-      throw new ShuffleError('CS_UNSUPPORTED_TYPE', `two dictionary columns share dictionary id ${layout.id} but hold different dictionaries`);
-    }
-    found.set(layout.id, dictionary);
-    return;
-  }
-  childLayouts(layout).forEach((child, i) => collectDictionaries(data.children[i]!, child, found));
-}
 
