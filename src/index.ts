@@ -48,9 +48,12 @@ export { discardMapOutput, removeShuffleFiles, type ShuffleFilesOptions } from '
 export {
   batchToTransferable,
   batchFromTransferable,
+  SentDictionaries,
+  ReceivedDictionaries,
   type TransferMode,
   type TransferableBatch,
   type TransferableData,
+  type TransferableChunk,
   type PreparedTransfer,
 } from './shuffle/batch-transfer.js';
 export {

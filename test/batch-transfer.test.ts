@@ -8,7 +8,7 @@
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import { describe, expect, test } from 'vitest';
 import { Dictionary, Field, Int32, makeData, RecordBatch, Schema, Struct, Table, tableFromIPC, tableToIPC, Utf8, Vector, vectorFromArray } from 'apache-arrow';
-import { batchFromTransferable, batchToTransferable, type TransferMode } from '../src/shuffle/batch-transfer.js';
+import { batchFromTransferable, batchToTransferable, ReceivedDictionaries, SentDictionaries, type TransferableBatch, type TransferMode } from '../src/shuffle/batch-transfer.js';
 import { batchOf, buildColumn, schemaOf, sequenceColumn, TYPE_CASES } from './support/columns.js';
 import { Rng } from './support/random.js';
 import { rowsOf } from './support/rows.js';
@@ -116,6 +116,79 @@ test('a dictionary column arrives with its dictionary', () => {
   const batch = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: 5, nullCount: 0, children: [column] }));
   const { received } = sendThroughChannel(batch, 'exclusive');
   expect([...received.getChild('color')!]).toEqual(['blue', 'red', 'green', 'green', 'blue']);
+});
+
+describe('a stream of batches shares its dictionaries as the sender did', () => {
+  const TYPE = new Dictionary(new Utf8(), new Int32(), 4);
+  const SCHEMA = new Schema([new Field('d', TYPE, true), new Field('e', TYPE, true)]);
+
+  function batchSharing(dictionary: Vector, indices: number[]): RecordBatch {
+    const column = () => makeData({ type: TYPE, length: indices.length, nullCount: 0, data: Int32Array.from(indices), dictionary });
+    return new RecordBatch(SCHEMA, makeData({ type: new Struct(SCHEMA.fields), length: indices.length, nullCount: 0, children: [column(), column()] }));
+  }
+
+  /** A sender and a receiver of one stream, through a real MessageChannel. */
+  function stream() {
+    const { port1, port2 } = new MessageChannel();
+    const sent = new SentDictionaries();
+    const received = new ReceivedDictionaries();
+    return {
+      send(batch: RecordBatch, mode: TransferMode = 'exclusive') {
+        const prepared = batchToTransferable(batch, mode, sent);
+        port1.postMessage(prepared.batch, prepared.transfer);
+        sent.commit();
+        const message = receiveMessageOnPort(port2)!.message as TransferableBatch;
+        return { message, batch: batchFromTransferable(message, SCHEMA, received) };
+      },
+      close: () => port1.close(),
+    };
+  }
+
+  const chunksOf = (message: TransferableBatch, column: number) => message.data.children[column]!.dictionary!.map((c) => (c.data === null ? `#${c.id}` : `${c.id}`));
+
+  test('two columns of one dictionary get one Vector (it was one per column, and a writer in the worker refused them as different dictionaries)', () => {
+    const s = stream();
+    const { message, batch } = s.send(batchSharing(vectorFromArray(['a', 'b'], new Utf8()), [0, 1, 1]));
+    expect(chunksOf(message, 0)).toEqual(['0']);
+    expect(chunksOf(message, 1)).toEqual(['#0']); // sent once
+    expect(batch.getChild('d')!.data[0]!.dictionary).toBe(batch.getChild('e')!.data[0]!.dictionary);
+    expect([...batch.getChild('e')!]).toEqual(['a', 'b', 'b']);
+    s.close();
+  });
+
+  test('from batch to batch: a dictionary is sent once, an extended one (an IPC delta: old chunks plus new) sends only its new chunks, and the receiver keeps one Vector', () => {
+    const s = stream();
+    const first = new Vector([vectorFromArray(['a', 'b'], new Utf8()).data[0]!]);
+    const extended = new Vector([...first.data, vectorFromArray(['c'], new Utf8()).data[0]!]);
+    const one = s.send(batchSharing(first, [0, 1]));
+    const two = s.send(batchSharing(first, [1, 1]), 'exclusive'); // the first move did not empty the sender's dictionary
+    const three = s.send(batchSharing(extended, [2, 0]));
+    expect(chunksOf(two.message, 0)).toEqual(['#0']);
+    expect(chunksOf(three.message, 0)).toEqual(['#0', '1']);
+    expect(two.batch.getChild('d')!.data[0]!.dictionary).toBe(one.batch.getChild('d')!.data[0]!.dictionary);
+    expect(three.batch.getChild('d')!.data[0]!.dictionary!.data[0]).toBe(one.batch.getChild('d')!.data[0]!.dictionary!.data[0]);
+    expect([...three.batch.getChild('d')!]).toEqual(['c', 'a']);
+    expect([...first]).toEqual(['a', 'b']); // dictionaries are copied, never moved
+    s.close();
+  });
+
+  test('a chunk the batch before did not carry is sent again in full (the receiver keeps one batch of them)', () => {
+    const s = stream();
+    const red = vectorFromArray(['red'], new Utf8());
+    s.send(batchSharing(red, [0]));
+    s.send(batchSharing(vectorFromArray(['blue'], new Utf8()), [0]));
+    const again = s.send(batchSharing(red, [0, 0]));
+    expect(chunksOf(again.message, 0)).toEqual(['2']);
+    expect([...again.batch.getChild('d')!]).toEqual(['red', 'red']);
+    s.close();
+  });
+
+  test('a reference to a chunk the receiver never got is CS_INVALID_ARGUMENT', () => {
+    const prepared = batchToTransferable(batchSharing(vectorFromArray(['x'], new Utf8()), [0]));
+    prepared.batch.data.children[0]!.dictionary![0]!.data = null;
+    prepared.batch.data.children[1]!.dictionary![0]!.data = null;
+    expect(() => batchFromTransferable(prepared.batch, SCHEMA)).toThrow(expect.objectContaining({ code: 'CS_INVALID_ARGUMENT' }));
+  });
 });
 
 test('an unknown transfer mode is refused with CS_INVALID_ARGUMENT', () => {

@@ -10,7 +10,7 @@
 import { readdirSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { Float64, Int64, makeData, Table, vectorFromArray, type RecordBatch } from 'apache-arrow';
+import { Dictionary, Field, Float64, Int32, Int64, makeData, RecordBatch, Schema, Struct, Table, Utf8, Vector, vectorFromArray } from 'apache-arrow';
 import { narrowBatch, NARROW_SCHEMA } from '../src/cli/demo-data.js';
 import { MapTaskPool, type MapTaskSpec } from '../src/shuffle/map-task-pool.js';
 import type { MapStatus } from '../src/shuffle/map-status.js';
@@ -124,6 +124,22 @@ describe('running map tasks', () => {
     expect(String((error as Error).message)).toMatch(/range bounds must be strictly ascending in the keys' order: bound 1 sorts before bound 0/);
     expect((error as { where?: object }).where, "the worker's error names the map output").toMatchObject({ shuffle: 0, map: 10, attempt: 0 });
     expect(await files()).toEqual([]);
+  });
+
+  test('dictionary columns cross as the input shares them: two columns of one dictionary (refused in the worker as two dictionaries), and a dictionary every batch shares is sent once', async () => {
+    const type = new Dictionary(new Utf8(), new Int32(), 9);
+    const schema = new Schema([new Field('key', new Int64(), false), new Field('d', type, true), new Field('e', type, true)]);
+    const dictionary = new Vector([vectorFromArray(['red', 'green', 'blue'], new Utf8()).data[0]!]);
+    const input = Array.from({ length: 6 }, (_, b) => {
+      const n = 500;
+      const column = (shift: number) => makeData({ type, length: n, nullCount: 0, data: Int32Array.from({ length: n }, (_, i) => (i + shift + b) % 3), dictionary });
+      const key = makeData({ type: new Int64(), length: n, nullCount: 0, data: BigInt64Array.from({ length: n }, (_, i) => BigInt(b * n + i)) });
+      return new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: n, nullCount: 0, children: [key, column(0), column(1)] }));
+    });
+    const expected = input.flatMap((b) => rowsOf(b)).sort();
+    const status = await pool.run(spec(0, 0, { outputSchema: schema }), input).status;
+    expect(status.metrics.rows).toBe(3000);
+    expect(await readBack([status])).toEqual(expected);
   });
 
   test('a task whose transform writes nothing commits an empty output from its outputSchema', async () => {

@@ -14,6 +14,8 @@ import { ShuffleError } from '../errors.js';
  *   it, another batch made from the same arrays) may be used afterwards.
  * - `copy`: every buffer is copied; the sender keeps a usable batch.
  * SharedArrayBuffers are shared as they are in both modes (neither copied nor moved).
+ * Dictionaries are always copied: a batch stream shares them from batch to
+ * batch (see SentDictionaries).
  */
 export type TransferMode = 'exclusive' | 'copy';
 
@@ -26,7 +28,86 @@ export interface TransferableData {
   variadic: ArrayBufferView[];
   children: TransferableData[];
   /** a Dictionary column's dictionary, one entry per chunk */
-  dictionary: TransferableData[] | null;
+  dictionary: TransferableChunk[] | null;
+}
+
+/** A dictionary chunk: its id in the stream, and its data unless the receiver has it already (null). */
+export interface TransferableChunk {
+  id: number;
+  data: TransferableData | null;
+}
+
+/**
+ * The sending side of a stream of batches: which dictionary chunks (Data) the
+ * receiver has. A chunk the batch before already carried is sent as its id
+ * alone, so the receiver rebuilds one dictionary Vector where the sender had
+ * one: for two columns sharing it (a writer refuses two different
+ * dictionaries of one id), and from batch to batch (a writer takes a
+ * dictionary it has seen, or one that extends it with new chunks, as an IPC
+ * delta, without sending it again to every partition).
+ *
+ * Protocol: per batch, batchToTransferable, then `commit()` once it is posted,
+ * or `rollback()` if it was not. The receiver keeps the chunks of the last
+ * batch only, so one last sent earlier is sent again.
+ */
+export class SentDictionaries {
+  private previous = new Map<Data, number>();
+  private current = new Map<Data, number>();
+  private nextId = 0;
+
+  /** `chunk`'s id, and whether the receiver has it (else it must be sent). */
+  take(chunk: Data): { id: number; known: boolean } {
+    const id = this.current.get(chunk) ?? this.previous.get(chunk);
+    if (id !== undefined) {
+      this.current.set(chunk, id);
+      return { id, known: true };
+    }
+    const fresh = this.nextId++;
+    this.current.set(chunk, fresh);
+    return { id: fresh, known: false };
+  }
+
+  /** The batch was posted: what it carried is what the receiver keeps. */
+  commit(): void {
+    this.previous = this.current;
+    this.current = new Map();
+  }
+
+  /** The batch was not posted. */
+  rollback(): void {
+    this.current = new Map();
+  }
+}
+
+/** The receiving side (see SentDictionaries): the chunks and Vectors of the last batch and this one. */
+export class ReceivedDictionaries {
+  private previous = new Map<number, Data>();
+  private current = new Map<number, Data>();
+  private previousVectors = new Map<string, Vector>();
+  private currentVectors = new Map<string, Vector>();
+
+  chunk(id: number, data: Data | null): Data {
+    const chunk = data ?? this.current.get(id) ?? this.previous.get(id);
+    if (chunk === undefined) throw new ShuffleError('CS_INVALID_ARGUMENT', `a transferred batch refers to dictionary chunk ${id}, which the batch before did not carry`);
+    this.current.set(id, chunk);
+    return chunk;
+  }
+
+  /** One Vector for one sequence of chunks, as the sender had. */
+  vector(ids: readonly number[], chunks: Data[]): Vector {
+    const key = ids.join(',');
+    const vector = this.currentVectors.get(key) ?? this.previousVectors.get(key) ?? new Vector(chunks);
+    this.currentVectors.set(key, vector);
+    return vector;
+  }
+
+  /** The batch is rebuilt: its chunks are the ones the next may refer to. */
+  endBatch(): void {
+    this.previous = this.current;
+    this.current = new Map();
+    this.previousVectors = this.currentVectors;
+    this.currentVectors = new Map();
+  }
 }
 
 /** A RecordBatch without its schema (sent once per stream), ready for postMessage with `transfer`. */
@@ -43,37 +124,54 @@ export interface PreparedTransfer {
   copiedBytes: number;
 }
 
-/** Prepares `batch` for postMessage (see TransferMode for what happens to the sender's batch). */
-export function batchToTransferable(batch: RecordBatch, mode: TransferMode = 'exclusive'): PreparedTransfer {
+/**
+ * Prepares `batch` for postMessage (see TransferMode for what happens to the
+ * sender's batch); `sent`: the stream it belongs to (by default a stream of
+ * its own: every dictionary sent whole).
+ */
+export function batchToTransferable(batch: RecordBatch, mode: TransferMode = 'exclusive', sent: SentDictionaries = new SentDictionaries()): PreparedTransfer {
   if (mode !== 'exclusive' && mode !== 'copy') throw new ShuffleError('CS_INVALID_ARGUMENT', `transfer mode must be 'exclusive' or 'copy', got ${JSON.stringify(mode)}`);
   // how many views of this batch each ArrayBuffer backs: only a buffer backing one view, wholly, may move
   const viewsPer = new Map<ArrayBufferLike, number>();
   visitViews(batch.data, (view) => viewsPer.set(view.buffer, (viewsPer.get(view.buffer) ?? 0) + 1));
   const out: PreparedTransfer = { batch: { data: null as unknown as TransferableData }, transfer: [], transferredBytes: 0, copiedBytes: 0 };
+  const copy = (view: ArrayBufferView): ArrayBufferView => {
+    if (isShared(view.buffer)) return view;
+    const copied = copyView(view);
+    if (copied.byteLength > 0) out.transfer.push(copied.buffer as ArrayBuffer);
+    out.copiedBytes += view.byteLength;
+    return copied;
+  };
   const send = (view: ArrayBufferView): ArrayBufferView => {
     const buffer = view.buffer;
-    if (isShared(buffer)) return view;
     const whole = view.byteOffset === 0 && view.byteLength === buffer.byteLength && viewsPer.get(buffer) === 1;
-    if (mode === 'exclusive' && whole && buffer.byteLength > 0) {
+    if (mode === 'exclusive' && whole && buffer.byteLength > 0 && !isShared(buffer)) {
       out.transfer.push(buffer as ArrayBuffer);
       out.transferredBytes += view.byteLength;
       return view;
     }
-    const copy = copyView(view);
-    if (copy.byteLength > 0) out.transfer.push(copy.buffer as ArrayBuffer);
-    out.copiedBytes += view.byteLength;
-    return copy;
+    return copy(view);
   };
-  out.batch.data = encodeData(batch.data, send);
+  out.batch.data = encodeData(batch.data, { send, copy, sent });
   return out;
 }
 
-/** Rebuilds the batch on the receiving side; `schema` is the one the sender's batches have. */
-export function batchFromTransferable(batch: TransferableBatch, schema: Schema): RecordBatch {
-  return new RecordBatch(schema, decodeData(batch.data, new Struct(schema.fields)) as Data<Struct>);
+/** Rebuilds the batch on the receiving side; `schema` is the one the sender's batches have, `received` the stream's (see SentDictionaries). */
+export function batchFromTransferable(batch: TransferableBatch, schema: Schema, received: ReceivedDictionaries = new ReceivedDictionaries()): RecordBatch {
+  const rebuilt = new RecordBatch(schema, decodeData(batch.data, new Struct(schema.fields), received) as Data<Struct>);
+  received.endBatch();
+  return rebuilt;
 }
 
-function encodeData(data: Data, send: (view: ArrayBufferView) => ArrayBufferView): TransferableData {
+interface Encoding {
+  /** a buffer of the batch: moved or copied (TransferMode) */
+  send: (view: ArrayBufferView) => ArrayBufferView;
+  /** a buffer of a dictionary: always copied (a later batch may need it sent again) */
+  copy: (view: ArrayBufferView) => ArrayBufferView;
+  sent: SentDictionaries;
+}
+
+function encodeData(data: Data, encoding: Encoding, send = encoding.send): TransferableData {
   const buffers = [data.valueOffsets, data.values, data.nullBitmap, data.typeIds] as (ArrayBufferView | undefined)[];
   return {
     offset: data.offset,
@@ -81,23 +179,33 @@ function encodeData(data: Data, send: (view: ArrayBufferView) => ArrayBufferView
     nullCount: data.nullCount,
     buffers: buffers.map((b) => (b === undefined || b === null ? null : send(b))),
     variadic: (data.variadicBuffers ?? []).map((b) => send(b)),
-    children: data.children.map((child) => encodeData(child, send)),
-    dictionary: data.dictionary === undefined ? null : data.dictionary.data.map((d) => encodeData(d, send)),
+    children: data.children.map((child) => encodeData(child, encoding, send)),
+    dictionary:
+      data.dictionary === undefined
+        ? null
+        : data.dictionary.data.map((chunk) => {
+            const { id, known } = encoding.sent.take(chunk);
+            return { id, data: known ? null : encodeData(chunk, encoding, encoding.copy) };
+          }),
   };
 }
 
-function decodeData(t: TransferableData, type: DataType): Data {
+function decodeData(t: TransferableData, type: DataType, received: ReceivedDictionaries): Data {
   const buffers = t.buffers.map((b) => b ?? undefined);
   const children = t.children.map((child, i) => {
     const field = type.children?.[i];
     if (field === undefined) throw new ShuffleError('CS_SCHEMA_MISMATCH', `a transferred batch has more children than its type ${String(type)}`);
-    return decodeData(child, field.type);
+    return decodeData(child, field.type, received);
   });
   let dictionary: Vector | undefined;
   if (t.dictionary !== null) {
     const valueType = (type as DataType & { dictionary?: DataType }).dictionary;
     if (valueType === undefined) throw new ShuffleError('CS_SCHEMA_MISMATCH', `a transferred batch has a dictionary where its type ${String(type)} has none`);
-    dictionary = new Vector(t.dictionary.map((d) => decodeData(d, valueType)));
+    const chunks = t.dictionary.map(({ id, data }) => received.chunk(id, data === null ? null : decodeData(data, valueType, received)));
+    dictionary = received.vector(
+      t.dictionary.map((c) => c.id),
+      chunks,
+    );
   }
   return new Data(type, t.offset, t.length, t.nullCount, buffers as never, children, dictionary, t.variadic as Uint8Array[]);
 }

@@ -4,7 +4,7 @@ import { Worker, type ResourceLimits } from 'node:worker_threads';
 import { util, type RecordBatch, type Schema } from 'apache-arrow';
 import { atMapOutput, deserializeError, ShuffleError } from '../errors.js';
 import { encodeSchemaMessage } from '../format/ipc-message.js';
-import { batchToTransferable, type TransferMode } from './batch-transfer.js';
+import { batchToTransferable, SentDictionaries, type TransferMode } from './batch-transfer.js';
 import { assertMapOutputId, idLocation, type MapOutputId } from './map-output-id.js';
 import type { MapStatus } from './map-status.js';
 import { discardMapOutput } from './shuffle-files.js';
@@ -83,6 +83,8 @@ interface TaskRun {
   progress: MapTaskProgress;
   transferredBytes: number;
   copiedBytes: number;
+  /** the dictionary chunks the worker has (its batches share them as the input's did) */
+  dictionaries: SentDictionaries;
   /** batches sent and not yet taken by the worker */
   inFlight: number;
   credit: (() => void) | null;
@@ -165,6 +167,7 @@ export class MapTaskPool {
       options,
       progress: { inputBatches: 0, inputRows: 0, batches: 0, rows: 0 },
       transferredBytes: 0,
+      dictionaries: new SentDictionaries(),
       copiedBytes: 0,
       inFlight: 0,
       credit: null,
@@ -276,15 +279,22 @@ export class MapTaskPool {
   }
 
   private postBatch(pooled: PooledWorker, run: TaskRun, batch: RecordBatch, message: HostMessage & { type: 'batch' }): void {
-    let prepared = batchToTransferable(batch, run.spec.transfer ?? 'exclusive');
+    let prepared = batchToTransferable(batch, run.spec.transfer ?? 'exclusive', run.dictionaries);
     try {
       pooled.worker.postMessage({ ...message, batch: prepared.batch }, prepared.transfer);
     } catch (error) {
       // an ArrayBuffer Node will not transfer (e.g. marked untransferable): send copies instead
+      run.dictionaries.rollback();
       if ((error as Error).name !== 'DataCloneError') throw error;
-      prepared = batchToTransferable(batch, 'copy');
-      pooled.worker.postMessage({ ...message, batch: prepared.batch }, prepared.transfer);
+      prepared = batchToTransferable(batch, 'copy', run.dictionaries);
+      try {
+        pooled.worker.postMessage({ ...message, batch: prepared.batch }, prepared.transfer);
+      } catch (again) {
+        run.dictionaries.rollback();
+        throw again;
+      }
     }
+    run.dictionaries.commit();
     run.inFlight++;
     run.transferredBytes += prepared.transferredBytes;
     run.copiedBytes += prepared.copiedBytes;

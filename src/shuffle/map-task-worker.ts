@@ -9,7 +9,7 @@ import type { RecordBatch, Schema } from 'apache-arrow';
 import { serializeError, ShuffleError } from '../errors.js';
 import { readIpcSchema } from '../format/ipc-reader.js';
 import { MemoryPool } from '../memory/memory-pool.js';
-import { batchFromTransferable } from './batch-transfer.js';
+import { batchFromTransferable, ReceivedDictionaries } from './batch-transfer.js';
 import { MapOutputWriter } from './map-output-writer.js';
 import { writerSpecOf, type HostMessage, type MapTransform, type WorkerMessage, type WorkerTask } from './worker-protocol.js';
 
@@ -61,6 +61,8 @@ class InputQueue implements AsyncIterable<RecordBatch> {
 interface Running {
   input: InputQueue;
   schema: Schema | null;
+  /** the dictionary chunks the host's last batch carried (batch-transfer.ts) */
+  dictionaries: ReceivedDictionaries;
   aborted: ShuffleError | null;
   /** rejects the transform step being awaited: an abort does not wait for a transform that is stuck */
   interrupt: ((error: unknown) => void) | null;
@@ -71,7 +73,7 @@ let running: Running | null = null;
 port.on('message', (message: HostMessage) => {
   switch (message.type) {
     case 'start': {
-      const task: Running = { input: new InputQueue(), schema: null, aborted: null, interrupt: null };
+      const task: Running = { input: new InputQueue(), schema: null, dictionaries: new ReceivedDictionaries(), aborted: null, interrupt: null };
       running = task;
       void runTask(task, message.task, message.memoryBytes).finally(() => {
         if (running === task) running = null;
@@ -83,7 +85,7 @@ port.on('message', (message: HostMessage) => {
       try {
         if (message.schema !== undefined) running.schema = readIpcSchema(message.schema);
         if (running.schema === null) throw new ShuffleError('CS_INVALID_ARGUMENT', 'a batch arrived before its schema');
-        running.input.push(batchFromTransferable(message.batch, running.schema));
+        running.input.push(batchFromTransferable(message.batch, running.schema, running.dictionaries));
       } catch (error) {
         running.input.fail(error);
       }
