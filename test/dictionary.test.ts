@@ -361,6 +361,7 @@ describe('a valid row whose index points outside its dictionary is refused by bo
       await writer.finish();
     } catch (e) {
       error = e as { code?: string; message: string };
+      await writer.abort(); // (the refused batch left the writer usable)
     }
     return { ...error, message: error.message, files: await readdir(dir) };
   }

@@ -84,8 +84,8 @@ describe('bad batches are refused with a typed error and the output is never hal
     const child = makeData({ type: new Utf8View(), length: 2, views, variadicBuffers: [new Uint8Array(64)] } as never);
     const lists = makeData({ type: schema.fields[0]!.type, length: 1, valueOffsets: Int32Array.of(0, 2), child } as never);
     const batch = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: 1, children: [lists] }));
-    const error = await expectCode(writer.write(batch), 'CS_INVALID_ARGUMENT', /view of row 1 points outside/);
-    expect(error.where.row).toBe(1);
+    const error = await expectCode(writer.write(batch), 'CS_INVALID_ARGUMENT', /column 0 \("tags"\) of the batch is inconsistent: its child: row 1's view points outside its 1 variadic buffers/);
+    expect(error.where.column).toBe('tags');
     await writer.abort();
     expect(await listFiles(dir)).toEqual([]);
   });
@@ -350,6 +350,30 @@ describe('what is not a batch, or not the batch its schema says, is refused', ()
     const lying = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: 2, nullCount: 0, children: [ints('k', [1, 2]).data.children[0]!, ints('x', [3, 4]).data.children[0]!] }));
     await expectCode(writer.write(lying), 'CS_INVALID_ARGUMENT', /column 1 \("s"\) of the batch holds Int32 data, its schema says Utf8/);
     await writer.abort();
+  });
+
+  test.each([
+    ['Utf8 with fewer offsets than rows (the columnar writer reported rows: NaN and wrote none)', () => new Data(new Utf8(), 0, 4, 0, [Int32Array.of(0, 1, 2), new TextEncoder().encode('ab')] as never), /column 1 \("v"\) of the batch is inconsistent: it has 3 offsets for 4 rows/],
+    ['Int32 values shorter than the rows (the missing rows came back as 0)', () => new Data(new Int32(), 0, 4, 0, [undefined, Int32Array.of(1, 2)] as never), /its values hold 8 bytes for 4 rows of 4/],
+    ['Utf8View without its views, hashed on (a plain RangeError)', () => new Data(new Utf8View(), 0, 4, 0, [undefined, new Uint8Array(0)] as never, [], undefined, []), /is inconsistent: .*views/],
+  ])('%s is CS_INVALID_ARGUMENT before any row moves, and the writer stays usable', async (_, column, message) => {
+    const v = column();
+    const schema = new Schema([new Field('k', new Int32()), new Field('v', v.type)]);
+    const batchOf = (data: Data) => new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: data.length, nullCount: 0, children: [makeData({ type: new Int32(), length: data.length, nullCount: 0, data: Int32Array.from({ length: data.length }, (_, i) => i) }), data] }));
+    const writer = await createShuffleWriter(kind, options({ partitioning: { kind: 'hash', keys: ['k', 'v'] } }));
+    await expectCode(writer.write(batchOf(v)), 'CS_INVALID_ARGUMENT', message);
+    await writer.write(batchOf(makeData({ type: v.type as never, length: 0, nullCount: 0 })));
+    expect((await writer.finish()).rows).toBe(0);
+  });
+
+  test("a batch without rows whose columns arrow-js's makeTable left as Vectors is taken (only its schema is read)", async () => {
+    const empty = makeTable({ k: new Int32Array(0) }).batches[0]!;
+    expect(empty.data.children[0]).not.toBeInstanceOf(Data); // what arrow-js makes of empty arrays
+    const writer = await createShuffleWriter(kind, options());
+    await writer.write(empty);
+    const one = makeData({ type: new Int32(), length: 1, nullCount: 0, data: Int32Array.of(1) });
+    await writer.write(new RecordBatch(empty.schema, makeData({ type: new Struct(empty.schema.fields), length: 1, nullCount: 0, children: [one] })));
+    expect((await writer.finish()).rows).toBe(1);
   });
 
   test('a schema or batch made by another copy of apache-arrow (require() beside import) is CS_INVALID_ARGUMENT saying so (its Int64 was written as Uint0)', async () => {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, open, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { access, lstat, open, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { crc32c } from '@node-rs/crc32';
 import { ioError, ShuffleError } from '../errors.js';
@@ -226,6 +226,10 @@ export class DataFileWriter {
     const placed: string[] = [];
     try {
       for (const key of ['index', 'data', 'checksum'] as const) {
+        const found = await lstat(this.paths[key]).catch(() => null);
+        if (found === null) continue;
+        // only an output's own files are replaced: a directory in the way stays, and the commit fails
+        if (!found.isFile()) throw new ShuffleError('CS_IO', 'cannot replace it: it is not a regular file', { file: this.paths[key] });
         const to = `${this.paths[key]}.${tag}.tmp`;
         const moved = await rename(this.paths[key], to).then(
           () => true,
@@ -248,7 +252,8 @@ export class DataFileWriter {
       for (const [path, movedTo] of aside.reverse()) await rename(movedTo, path).catch(() => undefined);
       throw error;
     }
-    await Promise.all(aside.map(([, movedTo]) => rm(movedTo, { force: true })));
+    // committed: a file aside that cannot be removed is a leftover for removeLeftovers, not a failure
+    await Promise.all(aside.map(([, movedTo]) => rm(movedTo, { force: true }).catch(() => undefined)));
   }
 
   /** Closes and removes the temporary files; safe to call more than once. */

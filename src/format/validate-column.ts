@@ -110,6 +110,7 @@ function within(where: string, problem: string | null): string | null {
 function offsetsProblem(data: Data, limit: number, what: string): string | null {
   const offsets = data.valueOffsets as Int32Array | BigInt64Array | undefined;
   const length = data.length;
+  if (length === 0) return null; // no offsets at all is fine for no rows (the spec tolerates it; arrow-js's makeData gives it)
   if (offsets === undefined || offsets.length < length + 1) return `it has ${offsets?.length ?? 0} offsets for ${length} rows`;
   let previous = Number(offsets[0]!);
   if (previous < 0) return `its first offset is ${previous}`;

@@ -6,7 +6,7 @@ import { childLayouts, type ColumnLayout } from './column-layout.js';
  * Refuses a column (of `layout`, named `column`) with a dictionary anywhere in
  * it, at any depth, whose valid rows point outside their dictionary: see
  * assertIndicesInDictionary. Both writers check each batch before its rows
- * move.
+ * move (assertInputBatch).
  */
 export function assertDictionaryIndices(data: Data, layout: ColumnLayout, column: string): void {
   if (layout.kind === 'dictionary') {
