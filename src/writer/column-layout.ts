@@ -1,4 +1,4 @@
-import { DataType, DateUnit, Field, IntervalUnit, Type, UnionMode, type Dictionary, type Union } from 'apache-arrow';
+import { DataType, DateUnit, Field, IntervalUnit, TimeUnit, Type, UnionMode, type Dictionary, type Union } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
 import { VIEW_BYTES } from '../format/binary-view.js';
 
@@ -110,12 +110,16 @@ export function columnLayoutOf(field: Field, column = field.name): ColumnLayout 
     case Type.Uint16:
     case Type.Uint32:
     case Type.Uint64:
+      return fixed(bitsOf(type, [8, 16, 32, 64]) / 8);
     case Type.Time:
     case Type.TimeSecond:
     case Type.TimeMillisecond:
     case Type.TimeMicrosecond:
-    case Type.TimeNanosecond:
-      return fixed(bitsOf(type, [8, 16, 32, 64]) / 8);
+    case Type.TimeNanosecond: {
+      // the spec pairs the unit with the width: seconds and milliseconds in 32 bits, finer units in 64
+      const unit = (type as DataType & { unit: TimeUnit }).unit;
+      return fixed(bitsOf(type, unit === TimeUnit.SECOND || unit === TimeUnit.MILLISECOND ? [32] : [64]) / 8);
+    }
     case Type.Decimal:
       return fixed(bitsOf(type, [32, 64, 128, 256]) / 8);
     case Type.Float:
