@@ -2,6 +2,7 @@ import { compress as zstdCompress } from 'zstd-napi';
 import { describe, expect, test } from 'vitest';
 import { readIpcSchema, readIpcStream } from '../src/format/ipc-reader.js';
 import { codecByName } from '../src/format/codec.js';
+import { STORE_RAW } from '../src/format/compression-advisor.js';
 import { encodeRecordBatchMessage, encodeSchemaMessage, END_OF_STREAM } from '../src/format/ipc-message.js';
 import { Date_, Decimal, Dictionary, Field, Float, Float16, Int, Int32, Int64, Int8, Interval, Precision, Schema, Time, Timestamp, TimeUnit, Union, Utf8, type DataType } from 'apache-arrow';
 import { DateUnit, IntervalUnit, UnionMode } from 'apache-arrow/enum';
@@ -46,7 +47,22 @@ describe('readIpcStream refuses lengths it cannot trust before allocating', () =
 
   test('a claim over the caller\'s maxBufferBytes is refused', async () => {
     const error = await failure(await streamWithPrefix('lz4', null), { maxBufferBytes: 1000 });
-    expect(error.message).toMatch(/over the 1000-byte limit/);
+    expect(error.message).toMatch(/claims 4096 bytes uncompressed, over the maxBufferBytes limit of 1000/);
+  });
+
+  test.each([
+    ['an uncompressed body', null],
+    ['a buffer stored raw in a compressed body (it did not compress)', 'lz4'],
+  ] as const)('%s counts against maxBufferBytes too (it was read whatever the limit; the sort writer\'s blocks were refused)', async (_, codec) => {
+    const random = new Uint8Array(4096).map((_, i) => (i * 2654435761) >>> 24); // does not compress: stored raw
+    const message = await encodeRecordBatchMessage(1024, [{ length: 1024, nullCount: 0 }], [new Uint8Array(0), random], codec === null ? null : codecByName(codec), codec === null ? undefined : STORE_RAW);
+    const bytes = new Uint8Array(Buffer.concat([encodeSchemaMessage(schema), ...message.chunks, END_OF_STREAM]));
+    const error = await failure(bytes, { maxBufferBytes: 1000 });
+    expect(error.code).toBe('CS_CORRUPT_DATA');
+    expect(error.message).toMatch(/4096 bytes, over the maxBufferBytes limit of 1000/);
+    const rows: number[] = [];
+    for await (const batch of readIpcStream(bytes, {}, { maxBufferBytes: 4096 })) rows.push(batch.numRows);
+    expect(rows).toEqual([1024]);
   });
 
   test('an LZ4 buffer claiming more than 255 times its compressed size is refused', async () => {

@@ -11,7 +11,7 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { Int32, makeData, type RecordBatch } from 'apache-arrow';
+import { Dictionary, Field, Int32, makeData, RecordBatch, Schema, Struct, Utf8, Vector, vectorFromArray } from 'apache-arrow';
 import { LocalFileSource, type ByteRangeSource } from '../src/reader/byte-source.js';
 import { ShuffleReader, type ShuffleOutputSources } from '../src/reader/shuffle-reader.js';
 import { MapOutputTracker } from '../src/shuffle/map-output-tracker.js';
@@ -190,6 +190,39 @@ describe('reading a partition across map outputs', () => {
     expect(batches.length, 'fewer batches than stored').toBeLessThan(stored);
   });
 
+  test('coalescing outputs whose schemas give their dictionaries other ids: every value right (one id shared by two columns took one column\'s dictionary for both)', async () => {
+    const shuffleDir = await makeTempDir('cs-reduce-dict-');
+    try {
+      const batchWith = (ids: [number, number], x: string[], y: string[], base: number) => {
+        const tx = new Dictionary(new Utf8(), new Int32(), ids[0]);
+        const ty = ids[1] === ids[0] ? tx : new Dictionary(new Utf8(), new Int32(), ids[1]);
+        const schema = new Schema([new Field('k', new Int32(), false), new Field('x', tx, true), new Field('y', ty, true)]);
+        const vx = new Vector([vectorFromArray(x, new Utf8()).data[0]!]);
+        const vy = y === x ? vx : new Vector([vectorFromArray(y, new Utf8()).data[0]!]);
+        const column = (type: Dictionary, dictionary: Vector, shift: number) => makeData({ type, length: 10, nullCount: 0, data: Int32Array.from({ length: 10 }, (_, i) => (i + shift) % 3), dictionary });
+        const k = makeData({ type: new Int32(), length: 10, nullCount: 0, data: Int32Array.from({ length: 10 }, (_, i) => base + i) });
+        return new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: 10, nullCount: 0, children: [k, column(tx, vx, 0), column(ty, vy, 1)] }));
+      };
+      const shared = ['a', 'b', 'c'];
+      const maps: MapStatus[] = [];
+      for (const [m, batch] of [batchWith([7, 7], shared, shared, 0), batchWith([7, 8], ['X0', 'X1', 'X2'], ['Y0', 'Y1', 'Y2'], 100)].entries()) {
+        const writer = await MapOutputWriter.create({ dir: shuffleDir, id: { shuffleId: 0, mapId: m, attempt: 0 }, numPartitions: 1, partitioning: { kind: 'single' } });
+        await writer.write(batch);
+        maps.push(await writer.finish());
+      }
+      const rows = async (options: Partial<ReduceReaderOptions>) => {
+        const out: string[] = [];
+        for await (const b of new ReduceReader({ maps, partitions: 0, concurrency: 1, ...options })) for (const r of b) out.push(`${r!.k}:${r!.x}/${r!.y}`);
+        return out;
+      };
+      const plain = await rows({});
+      expect(plain).toContain('100:X0/Y1');
+      expect(await rows({ coalesceRows: 1000 })).toEqual(plain);
+    } finally {
+      await removeDir(shuffleDir);
+    }
+  });
+
   test('outputs with nothing in the range are not opened', async () => {
     const empty = await writeMap(0, 0, { shuffleId: 7, rows: 1 }); // one row: one partition has it
     const p = empty.partitionRows.findIndex((r) => r === 0);
@@ -269,9 +302,16 @@ describe('attempts', () => {
     await expect(readAll({ maps: [forged], partitions: 0 })).rejects.toMatchObject({ code: 'CS_CORRUPT_DATA' });
   });
 
-  test('an output whose files were removed is CS_FILE_NOT_FOUND', async () => {
+  test('an output whose files were removed is CS_FILE_NOT_FOUND, naming the map output as well as the file', async () => {
     const gone: MapStatus = { ...statuses[0]!, location: { host: 'x', prefix: join(dir, 'shuffle_0_0_9') } };
-    await expect(readAll({ maps: [gone], partitions: 0 })).rejects.toMatchObject({ code: 'CS_FILE_NOT_FOUND' });
+    await expect(readAll({ maps: [gone], partitions: 0 })).rejects.toMatchObject({ code: 'CS_FILE_NOT_FOUND', where: { shuffle: 0, map: 0, attempt: 0 } });
+  });
+
+  test('an openOutput that fails with an error of its own is CS_IO naming the map output (it came through untyped)', async () => {
+    const openOutput = async (): Promise<ShuffleOutputSources> => {
+      throw new Error('network down');
+    };
+    await expect(readAll({ maps: [statuses[1]!], partitions: 0, openOutput })).rejects.toMatchObject({ code: 'CS_IO', message: expect.stringContaining('network down'), where: { map: 1 } });
   });
 });
 
@@ -353,6 +393,22 @@ describe('a reducer that starts before every map task has finished', () => {
     expect(tracker.waiting).toBe(0);
   });
 
+  test('return() while a next() waits for a map output ends both at once (it waited for the output or the timeout, 120 s by default)', async () => {
+    const tracker = new MapOutputTracker();
+    tracker.registerShuffle(21, 2);
+    const committed = await writeMap(0, 0, { shuffleId: 21 });
+    tracker.registerMapOutput(committed);
+    const reader = new ReduceReader({ maps: tracker.locator(21), partitions: 0, waitTimeoutMs: Infinity });
+    for (let rows = 0; rows < committed.partitionRows[0]!; ) rows += ((await reader.next()).value as RecordBatch).numRows;
+    const waiting = reader.next(); // the committed map is done: this one waits for the other
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(tracker.waiting).toBe(1);
+    const closed = await Promise.race([reader.return().then(() => 'closed'), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 2000))]);
+    expect(closed).toBe('closed');
+    expect(await waiting).toEqual({ done: true, value: undefined });
+    expect(tracker.waiting).toBe(0);
+  });
+
   test('closing a waiting reader drops its waits', async () => {
     const tracker = new MapOutputTracker();
     tracker.registerShuffle(8, 3);
@@ -377,6 +433,9 @@ test('options out of their domain are refused with CS_INVALID_ARGUMENT', () => {
     { partitions: 0, waitTimeoutMs: 3e9 },
     { partitions: 0, maps: null },
     { partitions: 0, maps: 'statuses' },
+    { partitions: 0, maps: { shuffleId: 0, numMaps: NaN, waitFor: async () => statuses[0] } }, // read nothing
+    { partitions: 0, maps: { shuffleId: 0, numMaps: 2.5, waitFor: async () => statuses[0] } }, // read three maps
+    { partitions: 0, maps: { shuffleId: 0, numMaps: Infinity, waitFor: async () => statuses[0] } },
   ]) {
     expect(() => new ReduceReader({ maps: statuses, ...options } as ReduceReaderOptions), JSON.stringify(options)).toThrow(
       expect.objectContaining({ code: 'CS_INVALID_ARGUMENT' }),

@@ -204,7 +204,7 @@ const MAX_FIXED_WIDTH = 1 << 20;
 export const DEFAULT_MAX_BUFFER_BYTES = 2 ** 31 - 1;
 
 export interface IpcReadOptions {
-  /** Refuse a record batch whose buffers claim more uncompressed bytes than this (default 2 GiB - 1). */
+  /** Refuse a record batch whose buffers hold more bytes than this, uncompressed (a compressed one's claims are checked before anything is decompressed); default 2 GiB - 1. */
   maxBufferBytes?: number;
   /**
    * The stream's bytes are a read buffer the caller reuses once the generator
@@ -320,6 +320,9 @@ async function loadColumns(
   }
   try {
     if (header.compression === null) {
+      // the buffers are the body's bytes: counted against the limit too, as the sort writer's blocks are
+      const total = header.buffers.reduce((sum, region) => sum + region.length, 0);
+      if (total > maxBufferBytes) throw overLimit(messages, messageStart, `its buffers hold ${total} bytes`, maxBufferBytes);
       const bytes = borrowed ? body.slice() : body;
       if (kinds !== null) {
         const buffers = header.buffers.map((region) => bytes.subarray(region.offset, region.offset + region.length));
@@ -334,6 +337,11 @@ async function loadColumns(
     if (cause instanceof ShuffleError) throw cause;
     throw messages.corrupt(`cannot load record batch: ${(cause as Error).message}`, messageStart, cause);
   }
+}
+
+/** A record batch over maxBufferBytes: CS_CORRUPT_DATA, as the claim may be a damaged length, saying which limit it passed. */
+function overLimit(messages: MessageCursor, messageStart: number, what: string, maxBufferBytes: number): ShuffleError {
+  return messages.corrupt(`${what}, over the maxBufferBytes limit of ${maxBufferBytes} (a damaged length, or a limit too low for this batch)`, messageStart);
 }
 
 /**
@@ -381,15 +389,16 @@ async function decompressBody(
     const declared = prefixes[index]!;
     if (declared === null) throw messages.corrupt(`compressed buffer ${index} is shorter than its length prefix`, messageStart);
     if (declared === -1n) {
+      total += region.length - 8;
+      if (total > maxBufferBytes) throw overLimit(messages, messageStart, `buffer ${index} (stored raw) brings its buffers to ${total} bytes`, maxBufferBytes);
       const raw = rawSource.subarray(region.offset + 8, region.offset + region.length);
       pieces[index] = rawSource === body && borrowed ? raw.slice() : aligned8(raw);
       continue;
     }
     // lengths are checked before anything is allocated: a decompression bomb is refused, not attempted
     total += Number(declared);
-    if (declared < 0n || declared > BigInt(maxBufferBytes) || total > maxBufferBytes) {
-      throw messages.corrupt(`buffer ${index} claims ${declared} bytes uncompressed, over the ${maxBufferBytes}-byte limit`, messageStart);
-    }
+    if (declared < 0n) throw messages.corrupt(`buffer ${index} claims ${declared} bytes uncompressed`, messageStart);
+    if (declared > BigInt(maxBufferBytes) || total > maxBufferBytes) throw overLimit(messages, messageStart, `buffer ${index} claims ${declared} bytes uncompressed`, maxBufferBytes);
     const size = Number(declared);
     const payload = body.subarray(region.offset + 8, region.offset + region.length);
     const mismatch = codec.sizeMismatch(payload, size);

@@ -17,7 +17,11 @@ import { ScratchSelections } from '../writer/split-plan.js';
  * Dictionary columns keep their indices: the rows held so far and a new
  * batch must share the dictionary (a delta dictionary only extends it, as in
  * one partition's stream); a batch with another dictionary first flushes
- * what is held.
+ * what is held. The dictionaries are placed by the ids of the coalescer's
+ * schema: a batch whose columns of one such id hold different dictionaries
+ * (another map output, whose schema gave them ids of their own) passes
+ * through as it is, after what is held (coalesced, it took one column's
+ * dictionary for both: wrong values, silently).
  *
  * Protocol: `push` each batch and emit what it returns, then emit `finish()`.
  */
@@ -41,10 +45,10 @@ export class BatchCoalescer {
     const rows = batch.numRows;
     if (rows === 0) return out;
     const dictionaries = new Map<number, Vector>();
-    batch.data.children.forEach((data, c) => collectDictionaries(data, this.layouts[c]!, dictionaries));
+    const placed = batch.data.children.every((data, c) => collectDictionaries(data, this.layouts[c]!, dictionaries));
     const compatible = [...dictionaries].every(([id, next]) => extendsVector(next, this.dictionaries.get(id)));
-    if (this.filled > 0 && (this.filled + rows > this.targetRows || !compatible)) out.push(this.flush());
-    if (rows >= this.targetRows) {
+    if (this.filled > 0 && (this.filled + rows > this.targetRows || !compatible || !placed)) out.push(this.flush());
+    if (rows >= this.targetRows || !placed) {
       out.push(batch);
       return out;
     }
@@ -82,9 +86,14 @@ export class BatchCoalescer {
   }
 }
 
-function collectDictionaries(data: Data, layout: ColumnLayout, found: Map<number, Vector>): void {
-  if (layout.kind === 'dictionary') found.set(layout.id, data.dictionary!);
-  else childLayouts(layout).forEach((child, i) => collectDictionaries(data.children[i]!, child, found));
+/** Places each dictionary of `data` under its layout's id; false when one id would need two dictionaries. */
+function collectDictionaries(data: Data, layout: ColumnLayout, found: Map<number, Vector>): boolean {
+  if (layout.kind === 'dictionary') {
+    const seen = found.get(layout.id);
+    found.set(layout.id, data.dictionary!);
+    return seen === undefined || seen === data.dictionary;
+  }
+  return childLayouts(layout).every((child, i) => collectDictionaries(data.children[i]!, child, found));
 }
 
 /** Whether `next` holds `previous`'s chunks first (an IPC delta dictionary appends to the previous vector). */

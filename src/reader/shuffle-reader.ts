@@ -22,7 +22,7 @@ export interface ReadOptions {
 }
 
 export interface OpenOptions {
-  /** Refuse a record batch whose buffers claim more uncompressed bytes than this (default 2 GiB - 1). */
+  /** Refuse a record batch whose buffers hold more bytes than this, uncompressed (a compressed one's claims are checked before anything is decompressed); default 2 GiB - 1. */
   maxBufferBytes?: number;
   /**
    * A range read (`readPartitions`) reads neighbouring partitions together, up

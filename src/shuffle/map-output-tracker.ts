@@ -37,7 +37,7 @@ interface ShuffleEntry {
 }
 
 /** The most map tasks a shuffle may have, as it may have partitions (a status slot is kept per map: 2^40 threw a RangeError). */
-const MAX_MAPS = 1 << 24;
+export const MAX_MAPS = 1 << 24;
 
 /**
  * The runner's record of which attempt of each map task holds the output a

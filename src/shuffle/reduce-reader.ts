@@ -1,10 +1,10 @@
 import type { RecordBatch, Schema } from 'apache-arrow';
-import { ShuffleError } from '../errors.js';
+import { atMapOutput, ShuffleError } from '../errors.js';
 import { BatchCoalescer } from '../reader/batch-coalescer.js';
 import { ShuffleReader, type OpenOptions, type ShuffleOutputSources } from '../reader/shuffle-reader.js';
 import { sameSchema, schemaDifference } from '../writer/same-schema.js';
 import { idLocation, type MapOutputId } from './map-output-id.js';
-import type { MapOutputLocator } from './map-output-tracker.js';
+import { MAX_MAPS, type MapOutputLocator } from './map-output-tracker.js';
 import { assertMapStatus, rangeTotals, type MapStatus } from './map-status.js';
 
 /** Map outputs read at once by default (Spark's reducer fetches several blocks in flight). */
@@ -103,12 +103,23 @@ export class ReduceReader implements AsyncIterableIterator<RecordBatch> {
   private readonly end: number;
   private readonly concurrency: number;
   private readonly generator: AsyncGenerator<RecordBatch>;
+  /** set by return(): the reading loop ends at its next turn */
+  private closeRequested = false;
+  /** wakes the reading loop where it waits (for a map output, a read): set once it runs */
+  private interrupt: () => void = () => undefined;
 
   constructor(private readonly options: ReduceReaderOptions) {
     if (typeof options !== 'object' || options === null) throw new ShuffleError('CS_INVALID_ARGUMENT', 'ReduceReader takes an options object { maps, partitions, ... }');
     const { maps } = options;
     if (!Array.isArray(maps) && !(typeof maps === 'object' && maps !== null && typeof (maps as MapOutputLocator).numMaps === 'number')) {
       throw new ShuffleError('CS_INVALID_ARGUMENT', `maps must be an array of map statuses or a tracker's locator, got ${maps === null ? 'null' : typeof maps}`);
+    }
+    if (!Array.isArray(maps)) {
+      // NaN or -1 read nothing, 2.5 read three maps, Infinity waited until a Set overflowed
+      const { numMaps } = maps as MapOutputLocator;
+      if (!(Number.isInteger(numMaps) && numMaps >= 0 && numMaps <= MAX_MAPS)) {
+        throw new ShuffleError('CS_INVALID_ARGUMENT', `the locator's numMaps must be an integer in [0, ${MAX_MAPS}], got ${String(numMaps)}`);
+      }
     }
     const range = typeof options.partitions === 'number' ? { start: options.partitions, end: options.partitions + 1 } : options.partitions;
     if (!(Number.isInteger(range?.start) && Number.isInteger(range?.end) && range.start >= 0 && range.start < range.end)) {
@@ -132,8 +143,14 @@ export class ReduceReader implements AsyncIterableIterator<RecordBatch> {
     return this.generator.next();
   }
 
-  /** Stops reading and releases every open file and wait. */
+  /**
+   * Stops reading and releases every open file and wait, also while a next()
+   * waits for a map output (that next() then ends the iteration: it held
+   * return() back until the output came or the wait timed out).
+   */
   return(): Promise<IteratorResult<RecordBatch>> {
+    this.closeRequested = true;
+    this.interrupt();
     return this.generator.return(undefined);
   }
 
@@ -165,6 +182,10 @@ export class ReduceReader implements AsyncIterableIterator<RecordBatch> {
       poke();
     };
     this.options.signal?.addEventListener('abort', onOuterAbort, { once: true });
+    this.interrupt = () => {
+      stop.abort();
+      poke();
+    };
 
     try {
       if (this.options.signal?.aborted) stop.abort();
@@ -186,6 +207,7 @@ export class ReduceReader implements AsyncIterableIterator<RecordBatch> {
       }
 
       for (;;) {
+        if (this.closeRequested) return;
         if (stop.signal.aborted) throw new ShuffleError('CS_ABORTED', 'the reduce reader was aborted');
         if (failure !== null) throw failure;
         while (open.size < this.concurrency && ready.length > 0) {
@@ -209,7 +231,8 @@ export class ReduceReader implements AsyncIterableIterator<RecordBatch> {
           continue;
         }
         const { source } = step;
-        if (step.kind === 'error') throw step.error;
+        // an output's own errors name its file; the map output they come from too
+        if (step.kind === 'error') throw step.error instanceof ShuffleError ? atMapOutput(step.error, { shuffle: source.status.id.shuffleId, map: source.status.id.mapId, attempt: source.status.id.attempt }) : step.error;
         if (step.kind === 'end') {
           open.delete(source);
           await closeSource(source);
@@ -333,7 +356,9 @@ export class ReduceReader implements AsyncIterableIterator<RecordBatch> {
         assertMatchesStatus(source.reader, status);
         source.batches = source.reader.readPartitions(this.start, this.end);
       } catch (error) {
-        return { kind: 'error', source, error };
+        // a source that is not a file (openOutput) may fail with an error of its own
+        const failure = error instanceof ShuffleError ? error : new ShuffleError('CS_IO', `cannot open the map output: ${error instanceof Error ? error.message : String(error)}`, { file: status.location.prefix }, { cause: error });
+        return { kind: 'error', source, error: failure };
       }
       return this.nextStep(source);
     })().then(post);

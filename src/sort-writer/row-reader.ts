@@ -154,7 +154,7 @@ export class BlockCursor {
     if (start + storedLength > bytes.byteLength) throw corrupt(`a block of ${storedLength} stored bytes runs past the end of the partition`);
     if (storedLength > rawLength) throw corrupt(`a block stores ${storedLength} bytes for ${rawLength} bytes of rows`);
     if (storedLength < rawLength && this.codecName === 'none') throw corrupt('a block is compressed but the partition header says codec none');
-    if (rawLength > this.maxBufferBytes) throw corrupt(`a block claims ${rawLength} bytes of rows, over the ${this.maxBufferBytes}-byte limit`);
+    if (rawLength > this.maxBufferBytes) throw corrupt(`a block claims ${rawLength} bytes of rows, over the maxBufferBytes limit of ${this.maxBufferBytes} (a damaged length, or a limit too low for this block)`);
     if (rows > rawLength / this.layout.headerBytes) throw corrupt(`a block claims ${rows} rows in ${rawLength} bytes; a row takes at least ${this.layout.headerBytes}`);
     this.position = start + storedLength;
     return { rows, rawLength, payload: bytes.subarray(start, start + storedLength), at };
