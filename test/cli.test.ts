@@ -871,6 +871,8 @@ describe('errors', () => {
     [['demo', '--memory-limit', 'lots'], /--memory-limit must be a size .*got 'lots'/],
     [['read', 'prefix'], /missing required option --partition/],
     [['read', 'prefix', '--partition', '-1'], /--partition/],
+    [['write', 'in.arrow', '-p', '-1', '-o', 'x', '-k', 'id'], /option '-p' argument is ambiguous \(a value starting with '-' is written '--partitions=-XYZ'\)/],
+    [['write', 'in.arrow', '--partitions=-1', '-o', 'x', '-k', 'id'], /--partitions must be an integer in \[1, 16777216\], got '-1'/],
     [['inspect'], /missing the shuffle output <prefix>/],
     [['demo', '--rows', '0'], /--rows must be an integer >= 1/],
     [['clean'], /give --output PREFIX, --dir DIR or --spill-dir DIR/],

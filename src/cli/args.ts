@@ -25,7 +25,10 @@ export function parseCommandArgs(command: string, args: string[], options: Optio
   try {
     parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
   } catch (error) {
-    const message = error instanceof Error ? firstSentence(error.message) : String(error);
+    let message = error instanceof Error ? firstSentence(error.message) : String(error);
+    // `-p -1`: the last sentence says how to give a value that starts with a dash, which is what was meant
+    const dashed = error instanceof Error ? /use ('--[\w-]+=-XYZ')/.exec(error.message) : null;
+    if (dashed !== null) message += ` (a value starting with '-' is written ${dashed[1]})`;
     throw new UsageError(message, command);
   }
   if (parsed.positionals.length > maxPositionals) {
