@@ -32,14 +32,14 @@ export function assertInputBatch(batch: unknown, call: string): asserts batch is
     throw new ShuffleError('CS_INVALID_ARGUMENT', `the batch has ${columns.length} columns but its schema ${fields.length}`);
   }
   // a batch without rows is read for its schema alone (arrow-js's makeTable of empty arrays keeps Vectors as its columns)
-  const rows = batch.numRows > 0;
+  const hasRows = batch.numRows > 0;
   fields.forEach((field, i) => {
-    if (rows) assertColumnData(columns[i], field.name);
+    if (hasRows) assertColumnData(columns[i], field.name);
     const type = columns[i]!.type as DataType;
     if (type !== field.type && !sameType(type, field.type as DataType)) {
       throw new ShuffleError('CS_INVALID_ARGUMENT', `column ${i} ("${field.name}") of the batch holds ${String(type)} data, its schema says ${String(field.type)}`, { column: field.name });
     }
-    const layout = rows ? layoutOfType(type) : null; // (null for a type no writer takes: refused with the schema)
+    const layout = hasRows ? layoutOfType(type) : null; // (null for a type no writer takes: refused with the schema)
     if (layout === null) return;
     assertDictionaryIndices(columns[i]!, layout, field.name); // first: its error names the row
     const problem = columnInconsistency(columns[i]!);
@@ -53,7 +53,7 @@ export function assertInputBatch(batch: unknown, call: string): asserts batch is
  * Schema, Field, Data, RecordBatch and Table but not for DataType, so such
  * types read as unknown ones here.
  */
-export const OTHER_ARROW_COPY =
+const OTHER_ARROW_COPY =
   'made by another copy of apache-arrow than the one this library loads (a require() and an import of it in one process load two): make it with the same copy';
 
 /** Refuses a column tree with a node that is not Data, or a dictionary without its dictionary. */
