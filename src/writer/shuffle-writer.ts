@@ -338,7 +338,6 @@ export class ShuffleWriter implements Reclaimable {
       await this.store.prepareMerge(this.pool.available);
       await this.store.merge(this.output, encodeSchemaMessage(this.outputSchema));
       if (this.failure !== null) throw this.failure; // a spill another consumer asked for failed: rows may be missing
-      await this.dictionaries?.release();
       const { partitionLengths, checksums, bytesWritten } = await this.output.commit();
       const result: ShuffleWriteResult = {
         paths: this.output.paths,
@@ -355,6 +354,8 @@ export class ShuffleWriter implements Reclaimable {
         peakMemoryBytes: this.reservation.peak,
       };
       await this.store.discard();
+      // after the store: its cached payloads point at the dictionary batches (released first, they stayed alive unreserved)
+      await this.dictionaries?.release();
       this.reservation.free();
       this.state = 'finished';
       return result;

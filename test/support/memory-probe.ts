@@ -21,6 +21,7 @@ import { narrowBatch, nestedBatch } from '../../src/cli/demo-data.js';
 import type { CodecName } from '../../src/format/codec.js';
 import { MemoryPool } from '../../src/memory/memory-pool.js';
 import { createShuffleWriter, type AnyShuffleWriter, type WriterKind } from '../../src/writer-kind.js';
+import { DictionaryTracker } from '../../src/writer/dictionary-tracker.js';
 import { MATRIX_PARTITIONING, MatrixInput, type MatrixSpec } from './matrix-input.js';
 
 export interface ProbeConfig {
@@ -45,8 +46,8 @@ export interface ProbeConfig {
 }
 
 export interface ProbeSample {
-  /** 1-based batch number, or 'finish' / 'dropped' */
-  after: number | 'finish' | 'dropped' | 'idle-cleared';
+  /** 1-based batch number, or 'finish' / 'dropped'; 'dictionaries-released': inside finish(), once the columnar writer let its dictionary batches go */
+  after: number | 'dictionaries-released' | 'finish' | 'dropped' | 'idle-cleared';
   /** pool.reserved at the sample */
   reserved: number;
   /** pool.held at the sample: reserved plus the recycler's idle buffers */
@@ -144,6 +145,12 @@ export async function probe(config: ProbeConfig): Promise<ProbeReport> {
       const arrayBuffersBeforeGc = arrayBuffers() - baseline;
       await fullGc();
       samples.push({ after, reserved: pool.reserved, held: pool.held, arrayBuffers: arrayBuffers() - baseline, arrayBuffersBeforeGc });
+    };
+    // inside finish: what the pool stops counting must be gone (released before the payloads that point at them, the dictionary batches lived on unreserved)
+    const release = DictionaryTracker.prototype.release;
+    DictionaryTracker.prototype.release = async function (this: DictionaryTracker) {
+      await release.call(this);
+      await sample('dictionaries-released');
     };
     for (let i = 0; i < batchCount; i++) {
       await writer.write(batchAt(i));
