@@ -96,7 +96,8 @@ export class AutoShuffleWriter implements AnyShuffleWriter {
   }
 
   async write(batch: RecordBatch): Promise<void> {
-    assertInputBatch(batch, 'write');
+    // (once decided, the writer's own write() checks the batch: checked here too, every batch was checked twice)
+    if (!this.decided) assertInputBatch(batch, 'write');
     if (!this.decided && batch.numRows > 0) {
       const columnar = this.writer as ShuffleWriter;
       let rows: number;

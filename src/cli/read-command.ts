@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { open, realpath, rename, rm, stat } from 'node:fs/promises';
+import { open, realpath, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -118,6 +118,11 @@ async function writeInPlace(path: string, chunks: AsyncIterable<Uint8Array>): Pr
   } catch (cause) {
     throw ioError('open the output file', path, cause);
   }
+  await writeAll(handle, chunks, path);
+}
+
+/** Writes `chunks` through `handle` (closed at the end); file-system errors carry a syscall, anything else (a damaged partition) passes through. */
+async function writeAll(handle: FileHandle, chunks: AsyncIterable<Uint8Array>, path: string): Promise<void> {
   await pipeline(Readable.from(chunks, { objectMode: false }), handle.createWriteStream() as Writable).catch((cause: unknown) => {
     throw (cause as NodeJS.ErrnoException).syscall !== undefined ? ioError('write the output file', path, cause) : cause;
   });
@@ -133,10 +138,7 @@ async function writeFileAtomically(path: string, chunks: AsyncIterable<Uint8Arra
     throw ioError('create the output file', path, cause);
   }
   try {
-    await pipeline(Readable.from(chunks, { objectMode: false }), handle.createWriteStream() as Writable).catch((cause: unknown) => {
-      // file-system errors carry a syscall; anything else (a damaged partition) passes through
-      throw (cause as NodeJS.ErrnoException).syscall !== undefined ? ioError('write the output file', path, cause) : cause;
-    });
+    await writeAll(handle, chunks, path);
     await rename(temp, path).catch((cause: unknown) => {
       throw ioError('rename the output file into place', path, cause);
     });

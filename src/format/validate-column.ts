@@ -22,13 +22,17 @@ import { VIEW_BYTES, viewValueOf, type ViewValue } from './binary-view.js';
  * Returns why the column is inconsistent, or null. A column whose type this
  * library does not split is left to arrow-js's own loading.
  */
-export function columnInconsistency(data: Data): string | null {
+export function columnInconsistency(data: Data, options: { dictionaryIndices?: boolean } = {}): string | null {
   const layout = layoutOfType(data.type as DataType);
-  return layout === null ? null : check(data, layout, data.offset + data.length);
+  return layout === null ? null : check(data, layout, data.offset + data.length, options.dictionaryIndices ?? true);
 }
 
-/** `rows`: how many rows of `data` (counting from its buffers' start) are reachable. */
-function check(data: Data, layout: ColumnLayout, rows: number): string | null {
+/**
+ * `rows`: how many rows of `data` (counting from its buffers' start) are
+ * reachable; `indices`: whether to check dictionary indices against their
+ * dictionaries (the writers check them on their own, naming the row).
+ */
+function check(data: Data, layout: ColumnLayout, rows: number, indices: boolean): string | null {
   if (layout.kind === 'null') return null;
   const length = data.length;
   const bitmap = data.nullBitmap;
@@ -54,32 +58,33 @@ function check(data: Data, layout: ColumnLayout, rows: number): string | null {
       const child = data.children[0];
       if (child === undefined) return 'it has no child';
       const problem = offsetsProblem(data, child.length, 'child rows');
-      return problem ?? within('its child', check(child, layout.child, child.offset + child.length));
+      return problem ?? within('its child', check(child, layout.child, child.offset + child.length, indices));
     }
     case 'fixed-size-list': {
       const child = data.children[0];
       if (child === undefined) return 'it has no child';
       if (child.length < length * layout.listSize) return `its child has ${child.length} rows for ${length} lists of ${layout.listSize}`;
-      return within('its child', check(child, layout.child, child.offset + child.length));
+      return within('its child', check(child, layout.child, child.offset + child.length, indices));
     }
     case 'struct':
       for (let c = 0; c < layout.children.length; c++) {
         const child = data.children[c];
         if (child === undefined) return `it has no child ${c}`;
         if (child.length < length) return `its child ${c} has ${child.length} rows for ${length}`;
-        const problem = check(child, layout.children[c]!, child.offset + child.length);
+        const problem = check(child, layout.children[c]!, child.offset + child.length, indices);
         if (problem !== null) return within(`its child ${c}`, problem);
       }
       return null;
     case 'union':
-      return unionProblem(data, layout);
+      return unionProblem(data, layout, indices);
     case 'dictionary': {
       if (valueBytes < length * layout.indexWidth) return `its indices hold ${valueBytes} bytes for ${length} rows of ${layout.indexWidth}`;
+      if (!indices) return null;
       const size = data.dictionary?.length ?? 0;
-      const indices = data.values as unknown as ArrayLike<number | bigint>;
+      const values = data.values as unknown as ArrayLike<number | bigint>;
       for (let i = 0; i < length; i++) {
         if (!data.getValid(i)) continue;
-        const index = Number(indices[i]!);
+        const index = Number(values[i]!);
         if (!(index >= 0 && index < size)) return `row ${i} points at dictionary value ${index} of ${size}`;
       }
       return null;
@@ -122,7 +127,7 @@ function offsetsProblem(data: Data, limit: number, what: string): string | null 
   return previous > limit ? `its last offset ${previous} lies beyond its ${limit} ${what}` : null;
 }
 
-function unionProblem(data: Data, layout: Extract<ColumnLayout, { kind: 'union' }>): string | null {
+function unionProblem(data: Data, layout: Extract<ColumnLayout, { kind: 'union' }>, indices: boolean): string | null {
   const length = data.length;
   const typeIds = data.typeIds as Int8Array | undefined;
   if (typeIds === undefined || typeIds.length < length) return `it has ${typeIds?.length ?? 0} type ids for ${length} rows`;
@@ -146,7 +151,7 @@ function unionProblem(data: Data, layout: Extract<ColumnLayout, { kind: 'union' 
   }
   for (let c = 0; c < layout.children.length; c++) {
     const child = children[c]!;
-    const problem = check(child, layout.children[c]!, child.offset + child.length);
+    const problem = check(child, layout.children[c]!, child.offset + child.length, indices);
     if (problem !== null) return within(`its child ${c}`, problem);
   }
   return null;

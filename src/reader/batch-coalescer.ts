@@ -1,9 +1,10 @@
-import type { Data, RecordBatch, Schema, Vector } from 'apache-arrow';
+import type { RecordBatch, Schema, Vector } from 'apache-arrow';
 import type { FieldNodeInfo } from '../format/ipc-message.js';
 import { recordBatchFromBuffers } from '../format/ipc-reader.js';
 import { IdentityRows, onePartition, planAppend, splitAppend } from '../writer/append-rows.js';
 import { ColumnBuffer } from '../writer/column-buffer.js';
-import { childLayouts, columnLayoutOf, type ColumnLayout } from '../writer/column-layout.js';
+import { columnLayoutOf, type ColumnLayout } from '../writer/column-layout.js';
+import { collectDictionaries } from '../writer/dictionary-indices.js';
 import { prepareSourceColumn } from '../writer/source-column.js';
 import { ScratchSelections } from '../writer/split-plan.js';
 
@@ -45,7 +46,7 @@ export class BatchCoalescer {
     const rows = batch.numRows;
     if (rows === 0) return out;
     const dictionaries = new Map<number, Vector>();
-    const placed = batch.data.children.every((data, c) => collectDictionaries(data, this.layouts[c]!, dictionaries));
+    const placed = batch.data.children.every((data, c) => collectDictionaries(data, this.layouts[c]!, dictionaries) === null);
     const compatible = [...dictionaries].every(([id, next]) => extendsVector(next, this.dictionaries.get(id)));
     if (this.filled > 0 && (this.filled + rows > this.targetRows || !compatible || !placed)) out.push(this.flush());
     if (rows >= this.targetRows || !placed) {
@@ -84,16 +85,6 @@ export class BatchCoalescer {
     this.filled = 0;
     return batch;
   }
-}
-
-/** Places each dictionary of `data` under its layout's id; false when one id would need two dictionaries. */
-function collectDictionaries(data: Data, layout: ColumnLayout, found: Map<number, Vector>): boolean {
-  if (layout.kind === 'dictionary') {
-    const seen = found.get(layout.id);
-    found.set(layout.id, data.dictionary!);
-    return seen === undefined || seen === data.dictionary;
-  }
-  return childLayouts(layout).every((child, i) => collectDictionaries(data.children[i]!, child, found));
 }
 
 /** Whether `next` holds `previous`'s chunks first (an IPC delta dictionary appends to the previous vector). */

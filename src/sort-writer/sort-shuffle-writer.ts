@@ -8,7 +8,7 @@ import type { MemoryPool, MemoryReservation, Reclaimable } from '../memory/memor
 import { defaultMemoryPool } from '../memory/default-pool.js';
 import { MERGE_WINDOW_SHARE, mergeBufferBytes, reserveMergeWindows, SpillFile, windowsWanted } from '../spill/spill-file.js';
 import { columnIndex } from '../writer/column-index.js';
-import { collectDictionaries } from '../writer/dictionary-indices.js';
+import { collectWritableDictionaries } from '../writer/dictionary-indices.js';
 import { assertWritableSchema, assertInputBatch } from '../writer/input-batch.js';
 import { OneCallAtATime, type WriterState } from '../writer/writer-calls.js';
 import { createPartitioner, type Partitioner } from '../writer/partitioner.js';
@@ -220,7 +220,7 @@ export class SortShuffleWriter implements Reclaimable {
         // every row's partition first, so a bad partition id refuses the whole batch before anything changes
         this.partitioner!.computePartitionIds(batch, this.partitionIds, this.totalRows);
         const dictionaries = new Map<number, Vector>();
-        this.outputColumns.forEach((c, f) => collectDictionaries(batch.data.children[c]!, this.layouts[f]!, dictionaries)); // (indices checked: input-batch.ts)
+        this.outputColumns.forEach((c, f) => collectWritableDictionaries(batch.data.children[c]!, this.layouts[f]!, dictionaries)); // (indices checked: input-batch.ts)
         await this.appendRows(batch);
         this.totalRows += batch.numRows;
       }

@@ -53,7 +53,6 @@ export class PayloadStore {
    * (a list per partition took 40 B of heap each, 670 MB at 2^24 partitions).
    */
   private cached = new Map<number, CachedPayload[]>();
-  private readonly numPartitions: number;
   private spillFile: SpillFile | null = null;
   private cachedBytes = 0;
   /** bytes of the slab ranges cached payloads hold */
@@ -81,7 +80,6 @@ export class PayloadStore {
     /** whether payloads that compressed well leave their arenas (compact()): under a memory limit */
     private readonly compacting: boolean,
   ) {
-    this.numPartitions = numPartitions;
     this.batchCounts = new Float64Array(numPartitions);
     this.slabs = new SlabAllocator(reservation, slabBytes);
   }
@@ -230,7 +228,7 @@ export class PayloadStore {
     const buffer = this.reservation.recycler.take(bufferBytes);
     const sink = { append: (bytes: Uint8Array) => output.append(bytes), flush: () => output.flush() };
     try {
-      for (let p = 0; p < this.numPartitions; p++) {
+      for (let p = 0; p < this.batchCounts.length; p++) {
         output.beginPartition(p);
         if (this.batchCounts[p]! > 0) {
           await output.append(schemaMessage);

@@ -60,19 +60,26 @@ export function assertIndicesInDictionary(data: Data, size: number, column: stri
 
 /**
  * The dictionary (by id) of every dictionary column in `data`, nested ones
- * included, into `found`; CS_UNSUPPORTED_TYPE when two columns of one id
- * hold different dictionaries (an IPC stream has one dictionary per id: the
- * sort writer committed such rows, and its reader refused them).
+ * included, into `found`; returns an id two of whose columns hold different
+ * dictionaries (an IPC stream has one dictionary per id), or null.
  */
-export function collectDictionaries(data: Data, layout: ColumnLayout, found: Map<number, Vector>): void {
+export function collectDictionaries(data: Data, layout: ColumnLayout, found: Map<number, Vector>): number | null {
   if (layout.kind === 'dictionary') {
-    const dictionary = data.dictionary!;
     const seen = found.get(layout.id);
-    if (seen !== undefined && seen !== dictionary) {
-      throw new ShuffleError('CS_UNSUPPORTED_TYPE', `two dictionary columns share dictionary id ${layout.id} but hold different dictionaries`);
-    }
-    found.set(layout.id, dictionary);
-    return;
+    if (seen !== undefined && seen !== data.dictionary) return layout.id;
+    found.set(layout.id, data.dictionary!);
+    return null;
   }
-  childLayouts(layout).forEach((child, i) => collectDictionaries(data.children[i]!, child, found));
+  const children = childLayouts(layout);
+  for (let i = 0; i < children.length; i++) {
+    const conflict = collectDictionaries(data.children[i]!, children[i]!, found);
+    if (conflict !== null) return conflict;
+  }
+  return null;
+}
+
+/** collectDictionaries for a writer: CS_UNSUPPORTED_TYPE for two dictionaries of one id (the sort writer committed such rows, and its reader refused them). */
+export function collectWritableDictionaries(data: Data, layout: ColumnLayout, found: Map<number, Vector>): void {
+  const conflict = collectDictionaries(data, layout, found);
+  if (conflict !== null) throw new ShuffleError('CS_UNSUPPORTED_TYPE', `two dictionary columns share dictionary id ${conflict} but hold different dictionaries`);
 }

@@ -153,8 +153,7 @@ export class DictionaryTracker {
     s.epoch++;
     s.length = 0;
     s.chunks = [];
-    this.retiredBytes += s.chunkBytes; // (the flush before the restart cached payloads that point at them)
-    s.chunkBytes = 0;
+    this.retire(s); // (the flush before the restart cached payloads that point at them)
     if (s.values !== null) this.unhold(s.values.release());
     s.values = null;
     s.input = null;
@@ -264,8 +263,7 @@ export class DictionaryTracker {
       }
       if (replacing && s.chunks.length > 0) {
         // superseded: a partition is only ever sent the latest, which holds every value
-        this.retiredBytes += s.chunkBytes;
-        s.chunkBytes = 0;
+        this.retire(s);
         s.chunks[s.chunks.length - 1] = SUPERSEDED;
       }
       s.chunks.push(Promise.resolve({ chunks: [bytes], byteLength: bytes.byteLength }));
@@ -286,6 +284,12 @@ export class DictionaryTracker {
     plan.growth.apply();
     this.unhold(plan.growth.bytesBefore);
     splitAppend(plan.plans, [column], filled);
+  }
+
+  /** Moves the bytes of `s`'s chunks so far to the retired ones (see retiredBytes). */
+  private retire(s: DictionaryState): void {
+    this.retiredBytes += s.chunkBytes;
+    s.chunkBytes = 0;
   }
 
   private async hold(bytes: number): Promise<void> {

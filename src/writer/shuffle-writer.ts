@@ -28,7 +28,7 @@ import { childLayouts, columnLayoutOf, dictionaryLayouts, fixedBytesPerRow, type
 import { DictionaryTracker } from './dictionary-tracker.js';
 import { InputStaging, MAX_STAGING_BYTES, MAX_STAGING_SHARE, MIN_STAGED_BATCHES, stagingTargetRows } from './input-staging.js';
 import { columnIndex } from './column-index.js';
-import { collectDictionaries } from './dictionary-indices.js';
+import { collectWritableDictionaries } from './dictionary-indices.js';
 import { assertWritableSchema, assertInputBatch } from './input-batch.js';
 import { OneCallAtATime, type WriterState } from './writer-calls.js';
 import { createPartitioner, type Partitioner } from './partitioner.js';
@@ -626,7 +626,7 @@ export class ShuffleWriter implements Reclaimable {
     const tracker = this.dictionaries;
     if (tracker === null) return;
     const found = new Map<number, Vector>();
-    this.outputColumns.forEach((i, c) => collectDictionaries(batch.data.children[i]!, this.layouts[c]!, found)); // (indices checked: input-batch.ts)
+    this.outputColumns.forEach((i, c) => collectWritableDictionaries(batch.data.children[i]!, this.layouts[c]!, found)); // (indices checked: input-batch.ts)
     for (const [id, dictionary] of found) {
       if ((await tracker.register(id, dictionary)) === 'ok') continue;
       await this.flushAll();
