@@ -10,7 +10,7 @@ import type { AnyShuffleWriter, WriterKind } from './writer-kind.js';
  * From this many partitions on, `auto` picks the sort writer at once: Gluten's
  * spark.gluten.sql.columnar.shuffle.sort.partitions.threshold. Here the sort
  * writer overtook the columnar one end to end at about 1,100-3,820 partitions
- * on narrow and nested rows and 260-570 on wide ones, in twenty-four runs
+ * on narrow and nested rows and 260-570 on wide ones, in twenty-five runs
  * (bench/RESULTS.md); Gluten's figure is kept as the conservative choice.
  */
 export const SORT_PARTITIONS_THRESHOLD = 4000;
@@ -21,8 +21,8 @@ export const SORT_PARTITIONS_THRESHOLD = 4000;
  * uncompressed (under compressionMinRows) behind an IPC header of its own.
  * Under the benchmark's tight limit (1/32 of the input) the buffers held 78
  * narrow rows, 38 nested and 19 wide at P = 200, and 15, 7 and 3 at P = 1000.
- * In fourteen runs the sort writer was 1.2x to 5x faster end to end in every case
- * under 32 rows (wide at P = 200: 0.16-0.33 against 0.085-0.24 M rows/s, with
+ * In fifteen runs the sort writer was 1.2x to 5x faster end to end in every case
+ * under 32 rows (wide at P = 200: 0.16-0.33 against 0.085-0.26 M rows/s, with
  * 42 MB written against 100-108); at 38 and 78 rows the columnar writer was
  * ahead on narrow rows in the first seven, and on nested rows it went from 25 %
  * behind to level or ahead (1.1-1.5x in the last three) once buffers stopped
@@ -31,8 +31,9 @@ export const SORT_PARTITIONS_THRESHOLD = 4000;
  * minCompressionSavings it stores its small spilled narrow blocks raw (they
  * save under 15 %). In the ninth the columnar writer led there again (1.60
  * against 1.43), in the tenth the two were level (1.51 and 1.54), in the
- * eleventh to fourteenth the columnar writer led (1.35 against 1.27, 1.41
- * against 1.08, 1.21 against 1.17, 1.91 against 1.54): the threshold stays.
+ * eleventh to fifteenth the columnar writer led (1.35 against 1.27, 1.41
+ * against 1.08, 1.21 against 1.17, 1.91 against 1.54, 1.75 against 1.73):
+ * the threshold stays.
  */
 export const MIN_HASH_BUFFER_ROWS = 32;
 
