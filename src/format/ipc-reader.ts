@@ -11,6 +11,7 @@ import { CompressedVectorLoader, VectorLoader } from 'apache-arrow/visitor/vecto
 import { ShuffleError, type ErrorLocation } from '../errors.js';
 import { codecByArrowType } from './codec.js';
 import { CONTINUATION_MARKER, padding8, variadicBufferCountsOf, type FieldNodeInfo } from './ipc-message.js';
+import { restoreEmptyFieldNames } from './empty-field-names.js';
 import { metadataCountProblem } from './metadata-counts.js';
 import { columnInconsistency } from './validate-column.js';
 import { flatKindsOf, loadFlatColumns, type FlatKind } from './flat-loader.js';
@@ -34,7 +35,7 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
   if (first.message.headerType !== MessageHeader.Schema) {
     throw messages.corrupt('the stream does not start with a schema message', first.start);
   }
-  const schema = first.header as Schema;
+  const schema = restoreEmptyFieldNames(first.header as Schema);
   assertUsableSchema(schema, messages);
   const version = first.message.version;
   const dictionaries = new Map<number, Vector>();
@@ -222,8 +223,9 @@ export function readIpcSchema(bytes: Uint8Array, where: ErrorLocation = {}): Sch
   if (first === null || first.message.headerType !== MessageHeader.Schema) {
     throw messages.corrupt('the stream does not start with a schema message', 0);
   }
-  assertUsableSchema(first.header as Schema, messages);
-  return first.header as Schema;
+  const schema = restoreEmptyFieldNames(first.header as Schema);
+  assertUsableSchema(schema, messages);
+  return schema;
 }
 
 interface RawMessage {
