@@ -156,6 +156,30 @@ describe("Spark's order of special values", () => {
     expect(partitionIds(input, ['x'], bounds, 4)).toEqual([0, 0, 1, 2, 3, 1]);
   });
 
+  // The bounds' shared bytes are compared first: a row leaving them sorts before or after every bound without a search.
+  test.each([
+    ['utf8', () => new Utf8()],
+    ['utf8 view', () => new Utf8View()],
+  ] as const)('%s bounds sharing a prefix: rows that leave it anywhere, stop inside it, equal it or go past it land as the reference says', (_, type) => {
+    const shared = 'https://www.';
+    const ascending = ['', 'a', 'apple', 'kiwi', 'kiwi2', 'pear', '\u00ff'].map((suffix) => shared + suffix);
+    const rows = [
+      '', 'h', 'http', 'http://a.b', 'https:', 'https://ww', 'https://wwx', 'https://www', 'https://www-', 'https://www/',
+      ...[...shared].map((_, k) => shared.slice(0, k) + '\u0000'),
+      ...[...shared].map((_, k) => shared.slice(0, k) + '\u00ff'),
+      shared, shared + '\u0000', shared + 'a', shared + 'aa', shared + 'apple', shared + 'applf', shared + 'fig', shared + 'kiwi', shared + 'kiwi1',
+      shared + 'kiwi2', shared + 'kiwi20', shared + 'pear', shared + 'zzz', shared + '\u00ff', shared + '\u00ff\u0000', 'https://wwz', 'z', null,
+    ];
+    const input = tableOf({ x: { values: rows, type: type() } }).batches[0]!;
+    for (const order of [{ column: 'x' }, { column: 'x', descending: true }] as RangeKey[]) {
+      const values = order.descending === true ? [...ascending].reverse() : ascending;
+      const orderedBounds = tableOf({ x: { values, type: type() } });
+      const expected = new ReferenceRange([order], orderedBounds).partitionsOf(input);
+      expect(new Set(expected).size).toBeGreaterThan(5);
+      expect(partitionIds(input, [order], orderedBounds, 8)).toEqual(expected);
+    }
+  });
+
   /** A one-column batch `x` of decimals of `bitWidth` bits holding `values` (two's complement words, the lowest first). */
   function decimals(bitWidth: 128 | 256, values: readonly bigint[]): RecordBatch {
     const type = new Decimal(2, bitWidth === 128 ? 38 : 76, bitWidth);
