@@ -430,7 +430,10 @@ describe("rangeBoundsOf chooses bounds from a sample as Spark's determineBounds 
     expect([...rangeBoundsOf(sample, ['x'], 4).getChild('x')!]).toEqual([null, 2, 4]);
   });
 
-  test('an unknown key column, no keys, a bad partition count are refused', () => {
+  test('a sample that is no Table or RecordBatch, keys that are no array, an unknown key column, no keys, a bad partition count are refused', () => {
+    refused(() => rangeBoundsOf(null as never, ['x'], 2), 'CS_INVALID_ARGUMENT', /the sample must be an apache-arrow Table or RecordBatch, got null/);
+    refused(() => rangeBoundsOf([1, 2] as never, ['x'], 2), 'CS_INVALID_ARGUMENT', /Table or RecordBatch, got object/);
+    refused(() => rangeBoundsOf(ints([1]), 'x' as never, 2), 'CS_INVALID_ARGUMENT', /keys must be an array of key columns, got string/);
     refused(() => rangeBoundsOf(ints([1]), ['y'], 2), 'CS_UNKNOWN_COLUMN', /no column "y" in the sample \(columns: x\)/);
     refused(() => rangeBoundsOf(ints([1]), [], 2), 'CS_INVALID_ARGUMENT', /at least one key column/);
     refused(() => rangeBoundsOf(ints([1]), ['x'], 0), 'CS_INVALID_ARGUMENT', /numPartitions must be an integer >= 1, got 0/);

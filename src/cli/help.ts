@@ -31,7 +31,7 @@ Options:
 
 Errors are one line on stderr, 'columnar-shuffle: error CS_<CODE>: <message>',
 with a stable code. Exit status: 0 success, 1 the operation failed,
-2 the command line is wrong (CS_INVALID_ARGUMENT), 130 interrupted.
+2 a usage error (unknown option, missing or bad value), 130 interrupted.
 SIGINT, SIGTERM or SIGHUP stops a command and removes the files it made; a
 second signal exits at once and may leave temporary files: see 'clean'.
 `;

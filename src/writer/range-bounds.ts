@@ -29,6 +29,10 @@ import { keyOrderOf, type RangeKey } from './range-partitioner.js';
  * of `{ kind: 'range' }` with the same keys.
  */
 export function rangeBoundsOf(sample: Table | RecordBatch, keys: readonly (string | RangeKey)[], numPartitions: number): Table {
+  if (typeof (sample as Partial<Table> | null | undefined)?.getChild !== 'function') {
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `the sample must be an apache-arrow Table or RecordBatch, got ${sample === null ? 'null' : typeof sample}`);
+  }
+  if (!Array.isArray(keys)) throw new ShuffleError('CS_INVALID_ARGUMENT', `keys must be an array of key columns, got ${typeof keys}`);
   if (keys.length === 0) throw new ShuffleError('CS_INVALID_ARGUMENT', 'range partitioning needs at least one key column');
   if (!(Number.isInteger(numPartitions) && numPartitions >= 1)) throw new ShuffleError('CS_INVALID_ARGUMENT', `numPartitions must be an integer >= 1, got ${String(numPartitions)}`);
   const table = sample instanceof RecordBatch ? new Table(sample) : sample;

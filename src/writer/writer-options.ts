@@ -127,7 +127,7 @@ export interface ShuffleWriteResult {
   partitionBatches: number[];
   /** CRC32C of each partition's bytes. */
   checksums: number[];
-  /** Spill files written under memory pressure, and their bytes. */
+  /** Spills under memory pressure (runs appended to the writer's one spill file), and their bytes. */
   spills: number;
   spilledBytes: number;
   /** The most memory this writer held at once, as reserved in its pool. */
