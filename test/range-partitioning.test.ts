@@ -181,8 +181,8 @@ describe("Spark's order of special values", () => {
   });
 
   /** A one-column batch `x` of decimals of `bitWidth` bits holding `values` (two's complement words, the lowest first). */
-  function decimals(bitWidth: 128 | 256, values: readonly bigint[]): RecordBatch {
-    const type = new Decimal(2, bitWidth === 128 ? 38 : 76, bitWidth);
+  function decimals(bitWidth: 32 | 64 | 128 | 256, values: readonly bigint[]): RecordBatch {
+    const type = new Decimal(2, { 32: 9, 64: 18, 128: 38, 256: 76 }[bitWidth], bitWidth);
     const width = bitWidth / 32;
     const words = values.flatMap((v) => {
       const u = BigInt.asUintN(bitWidth, v);
@@ -194,6 +194,15 @@ describe("Spark's order of special values", () => {
   test('decimals compare by their signed value across all words', () => {
     const batch = decimals(128, [-(2n ** 100n), -1n, 0n, 2n ** 96n, 2n ** 32n]);
     expect(partitionIds(batch, ['x'], new Table(decimals(128, [-1n, 2n ** 32n])), 3)).toEqual([0, 0, 1, 2, 1]);
+  });
+
+  // Regression: a decimal32's bucket was taken from its word and the word before it, another row's (or bound's) value.
+  test.each([32, 64, 128, 256] as const)('decimal%s rows equal to a bound go to its partition whatever the row before them holds', (bitWidth) => {
+    const bounds = new Table(decimals(bitWidth, [1n, 2n, 3n, 4n, 5n]));
+    const input = decimals(bitWidth, [-1n, 2n, -1n, 1n, -999n, 3n, 7n, 4n, 0n, 5n, -1n, 6n]);
+    const expected = new ReferenceRange(['x'], bounds).partitionsOf(input);
+    expect(expected).toEqual([0, 1, 0, 0, 0, 2, 5, 3, 0, 4, 0, 5]);
+    expect(partitionIds(input, ['x'], bounds, 6)).toEqual(expected);
   });
 
   // With four bounds or more, a row is looked up in a bucket of a monotone double approximation of its value: its low

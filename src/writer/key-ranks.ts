@@ -420,7 +420,8 @@ const TWO_TO_64 = 2 ** 64;
 
 /**
  * A decimal's signed value (`width` words at words[at]) as a double that is
- * monotone in it, for the bucket index (which needs nothing more). When every
+ * monotone in it, for the bucket index (which needs nothing more). A
+ * decimal32's is its value. When every
  * bound value fits 64 bits (`fitsLong`; a decimal of up to 18 digits always
  * does), a value that fits is its nearest double, and one that does not is
  * -2^64 or 2^64 by its sign, beyond every bound: the bounds spread over the
@@ -438,6 +439,7 @@ const TWO_TO_64 = 2 ** 64;
  * lies within its bucket's bounds.
  */
 function decimalApproximation(words: Int32Array, at: number, width: number, fitsLong: boolean): number {
+  if (width === 1) return words[at]!; // decimal32: the value itself (its word below is another value's)
   if (fitsLong) {
     if (fitsInLong(words, at, width)) return words[at + 1]! * 4294967296 + (words[at]! >>> 0);
     return words[at + width - 1]! < 0 ? -TWO_TO_64 : TWO_TO_64;
