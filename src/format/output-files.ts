@@ -4,6 +4,7 @@ import { access, lstat, open, rename, rm, stat, type FileHandle } from 'node:fs/
 import { dirname, resolve } from 'node:path';
 import { crc32c } from '@node-rs/crc32';
 import { ioError, ShuffleError } from '../errors.js';
+import { removeFile, runEveryStep } from '../remove-file.js';
 import { writeChunks } from './write-chunks.js';
 
 /**
@@ -247,7 +248,8 @@ export class DataFileWriter {
         placed.push(this.paths[key]);
       }
     } catch (error) {
-      await Promise.all(placed.map((path) => rm(path, { force: true })));
+      // a file that cannot be removed must not hide why the commit failed: it is a leftover for removeLeftovers
+      await Promise.all(placed.map((path) => rm(path, { force: true }).catch(() => undefined)));
       // back in the reverse order: the index, the commit marker, last
       for (const [path, movedTo] of aside.reverse()) await rename(movedTo, path).catch(() => undefined);
       throw error;
@@ -263,7 +265,7 @@ export class DataFileWriter {
     const handle = this.handle;
     this.handle = null;
     await handle?.close().catch(() => undefined);
-    await Promise.all(Object.values(this.temp).map((path: string) => rm(path, { force: true })));
+    await runEveryStep(Object.values(this.temp).map((path: string) => () => removeFile(path, 'a temporary output file')));
   }
 }
 

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import type { RecordBatch } from 'apache-arrow';
 import { ioError } from '../errors.js';
 import { assertDirectory } from '../format/output-files.js';
+import { runEveryStep } from '../remove-file.js';
 import type { SortShuffleWriterOptions } from '../sort-writer/sort-shuffle-writer.js';
 import { assertWriterChoice, createShuffleWriter, type AnyShuffleWriter, type WriterChoice } from '../writer-kind.js';
 import { assertMapOutputId, mapOutputPrefix, mapOutputSpillDir, type MapOutputId } from './map-output-id.js';
@@ -79,7 +80,7 @@ export class MapOutputWriter {
     try {
       await this.writer.write(batch);
     } catch (error) {
-      await this.abort();
+      await this.abort().catch(() => undefined);
       throw error;
     }
   }
@@ -107,7 +108,7 @@ export class MapOutputWriter {
         },
       };
     } catch (error) {
-      await this.abort();
+      await this.abort().catch(() => undefined);
       throw error;
     }
   }
@@ -115,8 +116,7 @@ export class MapOutputWriter {
   /** Drops the attempt: temporary files, spill files and the spill directory. Safe to call in any state. */
   async abort(): Promise<void> {
     if (this.finished) return;
-    await this.writer.abort();
-    await removeDir(this.spillDir);
+    await runEveryStep([() => this.writer.abort(), () => removeDir(this.spillDir)]);
   }
 }
 

@@ -1,6 +1,7 @@
 import { tmpdir } from 'node:os';
 import { Schema, type RecordBatch, type Vector } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
+import { runEveryStep } from '../remove-file.js';
 import { codecByName, type Codec, type CodecName } from '../format/codec.js';
 import { CompressionAdvisor, DEFAULT_MIN_SAVINGS } from '../format/compression-advisor.js';
 import { assertDirectory, DataFileWriter } from '../format/output-files.js';
@@ -230,7 +231,7 @@ export class SortShuffleWriter implements Reclaimable {
         throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted while write() was running', {}, { cause: error });
       }
       if (error instanceof ShuffleError && error.code === 'CS_PARTITION_ID_OUT_OF_RANGE') throw error;
-      await this.abort();
+      await this.abort().catch(() => undefined);
       throw error;
     } finally {
       this.writing = false;
@@ -274,6 +275,9 @@ export class SortShuffleWriter implements Reclaimable {
         await this.blockWriter!.writeSorted(sorted, this.pointers.count, this.pages, merger, this.partitionBlocks);
       }
       await merger.finish();
+      // read to its end: deleted before the commit, so that a spill file that cannot be deleted fails the write
+      // rather than a finish() whose output is committed
+      await this.spillFile?.delete();
       const { partitionLengths, checksums, bytesWritten } = await this.output.commit();
       const result: ShuffleWriteResult = {
         paths: this.output.paths,
@@ -285,11 +289,10 @@ export class SortShuffleWriter implements Reclaimable {
         partitionRows: Array.from(this.partitionRows),
         partitionBatches: Array.from(this.partitionBlocks),
         checksums,
-        spills: this.spillFile?.runCount ?? 0,
+        spills: this.spillFile?.runCount ?? 0, // the count outlives the file
         spilledBytes: this.spilledBytes,
         peakMemoryBytes: this.reservation.peak,
       };
-      await this.spillFile?.delete();
       this.spillFile = null;
       this.reservation.recycler.give(mergeBuffer); // written and flushed by the commit; released with the rest just below
       this.releaseMemory();
@@ -299,12 +302,16 @@ export class SortShuffleWriter implements Reclaimable {
       if ((this.state as WriterState) === 'aborted') {
         throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted while finish() was running', {}, { cause: error });
       }
-      await this.abort();
+      await this.abort().catch(() => undefined);
       throw error;
     }
   }
 
-  /** Drops everything, removes temporary and spill files and releases all memory. Safe to call in any state. */
+  /**
+   * Drops everything, removes temporary and spill files and releases all memory. Safe to call in any state.
+   * Every step runs even when one fails; a file that cannot be removed then rejects it with CS_IO naming the file
+   * (again on each call). A write() or finish() that fails aborts and reports its own error, not abort()'s.
+   */
   abort(): Promise<void> {
     // a second abort() waits for the first: returned early, it let a caller exit with the files still there
     if (this.aborting !== null) return this.aborting;
@@ -315,11 +322,15 @@ export class SortShuffleWriter implements Reclaimable {
   }
 
   private async tearDown(): Promise<void> {
-    await this.spilling?.catch(() => undefined);
-    await this.spillFile?.delete();
-    this.spillFile = null;
-    await this.output.abort();
-    this.releaseMemory();
+    await runEveryStep([
+      () => this.spilling?.catch(() => undefined),
+      () => this.spillFile?.delete(),
+      () => this.output.abort(),
+      () => {
+        this.spillFile = null;
+        this.releaseMemory();
+      },
+    ]);
   }
 
   /**
@@ -579,7 +590,7 @@ export class SortShuffleWriter implements Reclaimable {
   private async throwIfFailed(): Promise<void> {
     if (this.failure !== null) {
       const failure = this.failure;
-      await this.abort();
+      await this.abort().catch(() => undefined);
       throw failure;
     }
   }

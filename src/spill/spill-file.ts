@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { read } from 'node:fs';
-import { open, rm, type FileHandle } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { MemoryReservation } from '../memory/memory-pool.js';
 import { ioError } from '../errors.js';
+import { removeFile } from '../remove-file.js';
 import { writeChunks } from '../format/write-chunks.js';
 
 /**
@@ -291,7 +292,7 @@ export class SpillFile {
     const handle = this.handle;
     this.handle = null;
     await handle?.close().catch(() => undefined);
-    await rm(this.path, { force: true });
+    await removeFile(this.path, 'a spill file');
   }
 }
 

@@ -1,6 +1,7 @@
 import { tmpdir } from 'node:os';
 import { Schema, type RecordBatch, type Vector } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
+import { runEveryStep } from '../remove-file.js';
 import { codecByName, type Codec } from '../format/codec.js';
 import { CompressionAdvisor, DEFAULT_MIN_SAVINGS, STORE_RAW } from '../format/compression-advisor.js';
 import {
@@ -280,7 +281,7 @@ export class ShuffleWriter implements Reclaimable {
         throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted while write() was running', {}, { cause: error });
       }
       if (error instanceof ShuffleError && error.code === 'CS_PARTITION_ID_OUT_OF_RANGE') throw error;
-      await this.abort();
+      await this.abort().catch(() => undefined);
       throw error;
     }
   }
@@ -338,6 +339,13 @@ export class ShuffleWriter implements Reclaimable {
       await this.store.prepareMerge(this.pool.available);
       await this.store.merge(this.output, encodeSchemaMessage(this.outputSchema));
       if (this.failure !== null) throw this.failure; // a spill another consumer asked for failed: rows may be missing
+      // The merge flushed all it appended: the payloads and the spill file go before the commit, so a spill file that
+      // cannot be deleted fails the write rather than a finish() whose output is committed. The dictionary batches go
+      // after the store: its cached payloads point at them (released first, they stayed alive unreserved).
+      const { spillCount, spilledBytes } = this.store; // the store's counts go with its spill file
+      const partitionBatches = Array.from(this.store.batchCounts);
+      await this.store.discard();
+      await this.dictionaries?.release();
       const { partitionLengths, checksums, bytesWritten } = await this.output.commit();
       const result: ShuffleWriteResult = {
         paths: this.output.paths,
@@ -347,15 +355,12 @@ export class ShuffleWriter implements Reclaimable {
         bytesWritten,
         partitionLengths,
         partitionRows: Array.from(this.partitionRowCounts),
-        partitionBatches: Array.from(this.store.batchCounts),
+        partitionBatches,
         checksums,
-        spills: this.store.spillCount,
-        spilledBytes: this.store.spilledBytes,
+        spills: spillCount,
+        spilledBytes,
         peakMemoryBytes: this.reservation.peak,
       };
-      await this.store.discard();
-      // after the store: its cached payloads point at the dictionary batches (released first, they stayed alive unreserved)
-      await this.dictionaries?.release();
       this.reservation.free();
       this.state = 'finished';
       return result;
@@ -363,12 +368,16 @@ export class ShuffleWriter implements Reclaimable {
       if ((this.state as WriterState) === 'aborted') {
         throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted while finish() was running', {}, { cause: error });
       }
-      await this.abort();
+      await this.abort().catch(() => undefined);
       throw error;
     }
   }
 
-  /** Drops everything, removes temporary and spill files and releases all memory. Safe to call in any state. */
+  /**
+   * Drops everything, removes temporary and spill files and releases all memory. Safe to call in any state.
+   * Every step runs even when one fails; a file that cannot be removed then rejects it with CS_IO naming the file
+   * (again on each call). A write() or finish() that fails aborts and reports its own error, not abort()'s.
+   */
   abort(): Promise<void> {
     // a second abort() waits for the first: returned early, it let a caller exit with the files still there
     if (this.aborting !== null) return this.aborting;
@@ -379,14 +388,18 @@ export class ShuffleWriter implements Reclaimable {
   }
 
   private async tearDown(): Promise<void> {
-    await Promise.all(this.inFlight);
-    await this.store.discard();
-    await this.dictionaries?.release();
-    await this.output.abort();
-    this.buffers.fill(undefined);
-    this.merged.fill(undefined);
-    this.staging = null;
-    this.reservation.free();
+    await runEveryStep([
+      () => Promise.all(this.inFlight),
+      () => this.store.discard(),
+      () => this.dictionaries?.release(),
+      () => this.output.abort(),
+      () => {
+        this.buffers.fill(undefined);
+        this.merged.fill(undefined);
+        this.staging = null;
+        this.reservation.free();
+      },
+    ]);
   }
 
   /**
@@ -586,7 +599,7 @@ export class ShuffleWriter implements Reclaimable {
   /** A failure that came while no call ran (a spill another consumer asked for): the writer aborts and reports it. */
   private async throwIfFailed(): Promise<void> {
     if (this.failure !== null) {
-      await this.abort();
+      await this.abort().catch(() => undefined);
       throw this.failure;
     }
   }
