@@ -4,6 +4,7 @@ import { MessageHeader } from 'apache-arrow/enum';
 import { Footer } from 'apache-arrow/ipc/metadata/file';
 import type { Message } from 'apache-arrow/ipc/metadata/message';
 import { ioError, ShuffleError } from '../errors.js';
+import { MAX_READ_BYTES } from '../reader/byte-source.js';
 import { encodeSchemaMessage } from '../format/ipc-message.js';
 import { readIpcStream } from '../format/ipc-reader.js';
 import { footerCountProblem } from '../format/metadata-counts.js';
@@ -227,7 +228,7 @@ class InputFile implements ArrowInput {
     let done = 0;
     try {
       while (done < length) {
-        const { bytesRead } = await this.handle.read(target, offset + done, length - done, position + done);
+        const { bytesRead } = await this.handle.read(target, offset + done, Math.min(length - done, MAX_READ_BYTES), position + done);
         if (bytesRead === 0) break;
         done += bytesRead;
       }

@@ -24,6 +24,9 @@ export interface ByteRangeSource {
 }
 
 /** A ByteRangeSource over a local file. */
+/** Most bytes asked of one fs read: Node 20 aborts the process (an assertion, not an error) on a length of 2^31 or more. */
+export const MAX_READ_BYTES = 2 ** 30;
+
 export class LocalFileSource implements ByteRangeSource {
   private constructor(readonly name: string, private readonly handle: FileHandle) {}
 
@@ -59,7 +62,7 @@ export class LocalFileSource implements ByteRangeSource {
     let done = 0;
     try {
       while (done < length) {
-        const { bytesRead } = await this.handle.read(bytes, done, length - done, offset + done);
+        const { bytesRead } = await this.handle.read(bytes, done, Math.min(length - done, MAX_READ_BYTES), offset + done);
         if (bytesRead === 0) break;
         done += bytesRead;
       }

@@ -4,6 +4,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { MemoryReservation } from '../memory/memory-pool.js';
 import { ioError } from '../errors.js';
+import { MAX_READ_BYTES } from '../reader/byte-source.js';
 import { removeFile } from '../remove-file.js';
 import { writeChunks } from '../format/write-chunks.js';
 
@@ -276,7 +277,7 @@ export class SpillFile {
     for (let done = 0; done < target.byteLength; ) {
       let bytesRead: number;
       try {
-        bytesRead = await readAt(this.handle!.fd, target, done, target.byteLength - done, offset + done);
+        bytesRead = await readAt(this.handle!.fd, target, done, Math.min(target.byteLength - done, MAX_READ_BYTES), offset + done);
       } catch (cause) {
         throw ioError('read a spill file', this.path, cause);
       }
