@@ -54,7 +54,13 @@ export class BatchCoalescer {
       return out;
     }
     this.dictionaries = dictionaries;
-    this.append(batch);
+    if (this.append(batch)) return out;
+    // its binary values would take a held buffer past 2 GiB: what is held goes first, then the batch
+    if (this.filled > 0) {
+      out.push(this.flush());
+      if (this.append(batch)) return out;
+    }
+    out.push(batch);
     return out;
   }
 
@@ -62,16 +68,19 @@ export class BatchCoalescer {
     return this.filled > 0 ? this.flush() : null;
   }
 
-  private append(batch: RecordBatch): void {
+  /** Appends the batch's rows; false, changing nothing, when a binary data buffer would pass 2 GiB. */
+  private append(batch: RecordBatch): boolean {
     const rows = batch.numRows;
     // grow by doubling up to the target, so a huge target does not allocate up front
     const capacity = this.filled + rows > this.capacity ? Math.min(this.targetRows, Math.max(this.capacity * 2, this.filled + rows, 1024)) : this.capacity;
     const sources = batch.data.children.map((data, c) => prepareSourceColumn(data, this.layouts[c]!));
     const { plans, growth } = planAppend(sources, this.columns, onePartition(this.identity.get(rows), 0, rows), this.filled, capacity, this.scratch);
+    if (growth.overflows) return false;
     growth.apply();
     this.capacity = capacity;
     splitAppend(plans, this.columns, this.filled);
     this.filled += rows;
+    return true;
   }
 
   private flush(): RecordBatch {

@@ -1,6 +1,6 @@
 import { BufferRecycler } from '../memory/buffer-recycler.js';
 import { fixedBytesPerRow } from './column-layout.js';
-import { grownDataCapacity, hasData, hasOwnLength, hasValidity, type ColumnBuffer } from './column-buffer.js';
+import { grownDataCapacity, hasData, hasOwnLength, hasValidity, MAX_DATA_BYTES, type ColumnBuffer } from './column-buffer.js';
 import { dataBytesOf } from './split-binary.js';
 import { selectedRows, type SplitPlan } from './split-plan.js';
 
@@ -24,6 +24,8 @@ export class BufferGrowth {
   private readonly changes: NodeChange[] = [];
   bytesBefore = 0;
   bytesAfter = 0;
+  /** whether a binary data buffer would need more than MAX_DATA_BYTES (apply() would throw a RangeError) */
+  overflows = false;
 
   get empty(): boolean {
     return this.changes.length === 0;
@@ -44,11 +46,13 @@ export class BufferGrowth {
     if (hasData(layout)) {
       const incoming = dataBytesOf(plan.src, plan.sel.rowIds, plan.sel.starts[p]!, plan.sel.starts[p + 1]!);
       const needed = node.dataLength + incoming;
+      if (needed > MAX_DATA_BYTES) this.overflows = true;
       // a nested binary node has no running average of its own: size it like the rows arriving now
       const estimate = dataBytesFor ?? ((rows: number) => Math.ceil((incoming / Math.max(1, selectedRows(plan.sel, p))) * rows));
-      dataBytes = resize ? Math.max(needed, estimate(capacity)) : grownDataCapacity(dataBytes, needed);
+      // an estimate is never more than a buffer may hold (values of MiBs times a capacity of 1,024 rows were)
+      dataBytes = resize ? Math.max(needed, Math.min(estimate(capacity), MAX_DATA_BYTES)) : grownDataCapacity(dataBytes, needed);
       // any length at least this will do: a size class lets buffers of other partitions be reused
-      if (dataBytes !== node.data.byteLength) dataBytes = BufferRecycler.recycledLength(dataBytes);
+      if (dataBytes !== node.data.byteLength) dataBytes = Math.max(needed, Math.min(BufferRecycler.recycledLength(dataBytes), MAX_DATA_BYTES));
     }
     if (resize || validity !== (node.validity !== null) || dataBytes !== node.data.byteLength) {
       this.changes.push({ node, capacity, keep, validity, dataBytes });

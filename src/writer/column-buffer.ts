@@ -50,9 +50,19 @@ export function hasValidity(layout: ColumnLayout): boolean {
   return layout.kind !== 'null' && layout.kind !== 'union';
 }
 
+/** Most bytes of binary data one buffer holds: int32 offsets address them (and readers refuse larger buffers). */
+export const MAX_DATA_BYTES = 0x7fffffff;
+
 /** The binary data capacity after growing `current` to hold `needed` bytes. */
 export function grownDataCapacity(current: number, needed: number): number {
-  return needed <= current ? current : Math.min(0x7fffffff, Math.max(needed, Math.ceil(current * 1.5)));
+  return needed <= current ? current : Math.min(MAX_DATA_BYTES, Math.max(needed, Math.ceil(current * 1.5)));
+}
+
+/** Whether `to` can take all of `from`'s binary data (the same column's buffers) without a buffer over MAX_DATA_BYTES, at every depth. */
+export function binaryDataFits(to: ColumnBuffer, from: ColumnBuffer): boolean {
+  if (to.dataLength + from.dataLength > MAX_DATA_BYTES) return false;
+  for (let i = 0; i < to.children.length; i++) if (!binaryDataFits(to.children[i]!, from.children[i]!)) return false;
+  return true;
 }
 
 function roundUp4(n: number): number {
@@ -274,7 +284,7 @@ export class ColumnBuffer {
 
   /** Re-allocates binary data to exactly `bytes` (>= dataLength), keeping what is used. */
   setDataCapacity(bytes: number): void {
-    if (bytes > 0x7fffffff) throw new RangeError('a partition buffer would hold more than 2 GiB of binary data');
+    if (bytes > MAX_DATA_BYTES) throw new RangeError('a partition buffer would hold more than 2 GiB of binary data');
     const data = this.allocate(bytes);
     data.set(this.data.subarray(0, this.dataLength));
     this.recycle(this.data);

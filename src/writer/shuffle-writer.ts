@@ -24,7 +24,7 @@ import { mergeBufferBytes } from '../spill/spill-file.js';
 import { binarySlackBytes, chunkRows, keepsSize, partitionBufferRows, targetCapacity } from './buffer-sizing.js';
 import { appendAccounted, onePartition } from './append-rows.js';
 import { BufferGrowth, nestedBytes } from './buffer-growth.js';
-import { ColumnBuffer, hasData, hasValidity } from './column-buffer.js';
+import { binaryDataFits, ColumnBuffer, hasData, hasValidity } from './column-buffer.js';
 import { childLayouts, columnLayoutOf, dictionaryLayouts, fixedBytesPerRow, type ColumnLayout } from './column-layout.js';
 import { DictionaryTracker } from './dictionary-tracker.js';
 import { InputStaging, MAX_STAGING_BYTES, MAX_STAGING_SHARE, MIN_STAGED_BATCHES, stagingTargetRows } from './input-staging.js';
@@ -882,14 +882,28 @@ export class ShuffleWriter implements Reclaimable {
       }
       if (target === buffer.capacity && fitsAsItIs(buffer, plans, p, this.toppedUp[p]!)) continue;
 
-      const growth = new BufferGrowth();
-      buffer.columns.forEach((column, c) => growth.plan(plans[c]!, p, column, buffer!.filled, target, (capacity) => this.binaryBytesFor(c, capacity)));
+      let growth = this.planGrowth(buffer, plans, p, target);
+      if (growth.overflows && buffer.filled > 0) {
+        // the incoming values would take a binary data buffer past 2 GiB: the rows held go first
+        await this.evict(p, buffer);
+        growth = this.planGrowth(buffer, plans, p, target);
+      }
+      if (growth.overflows) {
+        throw new ShuffleError('CS_INVALID_ARGUMENT', `a batch brings more than 2 GiB of binary data to partition ${p} in one column; write it in smaller batches`, { partition: p });
+      }
       if (growth.empty) continue;
       await this.reservation.grow(growth.bytesAfter);
       growth.apply();
       buffer.capacity = target;
       this.reservation.shrink(growth.bytesBefore);
     }
+  }
+
+  /** What partition p's buffer must get to take its rows of `plans` at a capacity of `target` rows. */
+  private planGrowth(buffer: PartitionBuffer, plans: readonly SplitPlan[], p: number, target: number): BufferGrowth {
+    const growth = new BufferGrowth();
+    buffer.columns.forEach((column, c) => growth.plan(plans[c]!, p, column, buffer.filled, target, (capacity) => this.binaryBytesFor(c, capacity)));
+    return growth;
   }
 
   /**
@@ -956,7 +970,8 @@ export class ShuffleWriter implements Reclaimable {
       await this.orSpill(p, buffer, async () => {
         const merged = this.merged[p];
         if (this.merging && buffer.filled <= this.mergeMinRows) {
-          if (merged !== undefined && merged.filled + buffer.filled > this.options.maxBatchRows) await this.emit(p, merged);
+          // parked rows go out first when this eviction's rows or binary bytes (values of MiBs) would not fit with them
+          if (merged !== undefined && (merged.filled + buffer.filled > this.options.maxBatchRows || !this.mergeFits(merged, buffer))) await this.emit(p, merged);
           await this.appendToMerged(p, buffer);
           const full = this.merged[p]!;
           if (full.filled >= this.options.maxBatchRows) await this.emit(p, full);
@@ -1060,6 +1075,11 @@ export class ShuffleWriter implements Reclaimable {
     merged.filled += rows;
     for (const column of buffer.columns) column.clear();
     buffer.filled = 0;
+  }
+
+  /** Whether the merge buffer can take `buffer`'s rows without a binary data buffer over 2 GiB. */
+  private mergeFits(merged: PartitionBuffer, buffer: PartitionBuffer): boolean {
+    return merged.columns.every((column, c) => binaryDataFits(column, buffer.columns[c]!));
   }
 
   /** Frees partition p's partition buffer and/or merge buffer; returns the bytes released. */
