@@ -3,6 +3,7 @@ import { ShuffleError } from './errors.js';
 import { SortShuffleWriter, type SortShuffleWriterOptions } from './sort-writer/sort-shuffle-writer.js';
 import { assertInputBatch } from './writer/input-batch.js';
 import { ShuffleWriter } from './writer/shuffle-writer.js';
+import { OneCallAtATime, type WriterState } from './writer/writer-calls.js';
 import type { ShuffleWriteResult } from './writer/writer-options.js';
 import type { AnyShuffleWriter, WriterKind } from './writer-kind.js';
 
@@ -72,6 +73,12 @@ export class AutoShuffleWriter implements AnyShuffleWriter {
   private decided: boolean;
   /** batches without rows the columnar writer took before the choice (a sort writer taking over counts them) */
   private emptyBatches = 0;
+  private state: WriterState = 'open';
+  /** One write() or finish() at a time, as the writers' own (two first writes each made a sort writer, and one was lost). */
+  private readonly calls = new OneCallAtATime(() => this.state);
+  /** the hand-over to the sort writer on its way, which an abort() waits for, then aborts the writer it made */
+  private switching: Promise<void> | null = null;
+  private aborting: Promise<void> | null = null;
 
   private constructor(
     private readonly options: SortShuffleWriterOptions,
@@ -96,7 +103,11 @@ export class AutoShuffleWriter implements AnyShuffleWriter {
     return this.writer.schema;
   }
 
-  async write(batch: RecordBatch): Promise<void> {
+  write(batch: RecordBatch): Promise<void> {
+    return this.calls.run('write', () => this.writeBatch(batch));
+  }
+
+  private async writeBatch(batch: RecordBatch): Promise<void> {
     // (once decided, the writer's own write() checks the batch: checked here too, every batch was checked twice)
     if (!this.decided) assertInputBatch(batch, 'write');
     if (!this.decided && batch.numRows > 0) {
@@ -107,20 +118,17 @@ export class AutoShuffleWriter implements AnyShuffleWriter {
       } catch (error) {
         // a batch of another schema than the first is refused and leaves the choice open (write()'s rule); anything else
         // (a key column the schema lacks) would refuse every batch: the writer ends, leaving nothing behind
-        if (!(error instanceof ShuffleError && error.code === 'CS_SCHEMA_MISMATCH')) await this.writer.abort();
+        if (!(error instanceof ShuffleError && error.code === 'CS_SCHEMA_MISMATCH')) await this.writer.abort().catch(() => undefined);
         throw error;
       }
+      this.throwIfAborted();
       const kind = chooseWriter(this.options.numPartitions, rows);
       this.decided = true;
       if (kind === 'sort') {
-        try {
-          await columnar.abort();
-          this.writer = await SortShuffleWriter.create(this.options);
-          this.chosen = 'sort';
-        } catch (error) {
-          await this.writer.abort();
-          throw error;
-        }
+        const switching = this.switchToSort(columnar);
+        this.switching = switching.catch(() => undefined);
+        await switching;
+        this.throwIfAborted(); // an abort() during the hand-over has aborted the new writer
       }
     } else if (!this.decided) {
       this.emptyBatches++;
@@ -128,12 +136,43 @@ export class AutoShuffleWriter implements AnyShuffleWriter {
     await this.writer.write(batch);
   }
 
-  async finish(): Promise<ShuffleWriteResult> {
-    const result = await this.writer.finish();
-    return this.chosen === 'sort' && this.emptyBatches > 0 ? { ...result, batches: result.batches + this.emptyBatches } : result;
+  private async switchToSort(columnar: ShuffleWriter): Promise<void> {
+    try {
+      await columnar.abort();
+      this.writer = await SortShuffleWriter.create(this.options);
+      this.chosen = 'sort';
+    } catch (error) {
+      await this.writer.abort().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private throwIfAborted(): void {
+    if (this.state === 'aborted') throw new ShuffleError('CS_WRITER_CLOSED', 'cannot write: the writer was aborted while write() was running');
+  }
+
+  finish(): Promise<ShuffleWriteResult> {
+    return this.calls.run('finish', async () => {
+      this.state = 'finishing';
+      try {
+        const result = await this.writer.finish();
+        this.state = 'finished';
+        return this.chosen === 'sort' && this.emptyBatches > 0 ? { ...result, batches: result.batches + this.emptyBatches } : result;
+      } catch (error) {
+        if ((this.state as WriterState) !== 'aborted') this.state = 'aborted'; // the writer's failed finish() has aborted it
+        throw error;
+      }
+    });
   }
 
   abort(): Promise<void> {
-    return this.writer.abort();
+    if (this.aborting !== null) return this.aborting;
+    if (this.state === 'finished') return Promise.resolve();
+    this.state = 'aborted';
+    this.aborting = (async () => {
+      await this.switching; // then this.writer is the writer the hand-over made, or the one it aborted
+      await this.writer.abort();
+    })();
+    return this.aborting;
   }
 }

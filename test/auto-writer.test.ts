@@ -131,3 +131,44 @@ describe("createShuffleWriter('auto', ...)", () => {
     expect((error as ShuffleError).message).toMatch(/expected one of hash, sort, auto/);
   });
 });
+
+// The first write hands over to the sort writer (1 MiB, 300 partitions: 18-row buffers): an abort() at any point of it,
+// or a second call while it runs, used to leave a live writer that later committed, or lose a batch's rows.
+describe('auto during the hand-over: one call at a time, and abort() ends it whenever it comes', () => {
+  const handingOver = async (pool: MemoryPool) =>
+    (await createShuffleWriter('auto', { numPartitions: 300, partitioning: { kind: 'hash', keys: ['id'] }, outputPrefix: join(dir, 'out'), memoryPool: pool, spillDir: dir })) as AutoShuffleWriter;
+  const outcome = (call: Promise<unknown>) => call.then(() => 'done', (e: unknown) => (e as ShuffleError).code);
+
+  test.each([
+    ['at once', async () => undefined],
+    ['after a microtask', async () => Promise.resolve()],
+    ['after a 0 ms timer', () => new Promise((resolve) => setTimeout(resolve, 0))],
+    ['after 1 ms', () => new Promise((resolve) => setTimeout(resolve, 1))],
+    ['after 2 ms', () => new Promise((resolve) => setTimeout(resolve, 2))],
+    ['after 5 ms', () => new Promise((resolve) => setTimeout(resolve, 5))],
+  ])('abort() %s: the write is refused or done, nothing is left, the pool is empty, and the writer takes no more calls', async (_, wait) => {
+    const pool = new MemoryPool(1024 * 1024);
+    const writer = await handingOver(pool);
+    const write = outcome(writer.write(batch(0, 20_000)));
+    await wait();
+    await writer.abort();
+    expect(['done', 'CS_WRITER_CLOSED']).toContain(await write);
+    expect(await listFiles(dir)).toEqual([]);
+    expect(pool.reserved).toBe(0);
+    expect(await outcome(writer.write(batch(0, 10)))).toBe('CS_WRITER_CLOSED');
+    expect(await outcome(writer.finish())).toBe('CS_WRITER_CLOSED');
+    expect(await listFiles(dir)).toEqual([]);
+  });
+
+  test('a second write() or a finish() while the first write runs is CS_WRITER_BUSY, and every accepted row is written', async () => {
+    const pool = new MemoryPool(1024 * 1024);
+    const writer = await handingOver(pool);
+    const calls = [writer.write(batch(0, 20_000)), writer.write(batch(20_000, 20_000)), writer.finish()].map(outcome);
+    expect(await Promise.all(calls)).toEqual(['done', 'CS_WRITER_BUSY', 'CS_WRITER_BUSY']);
+    expect(writer.kind).toBe('sort');
+    expect((await writer.finish()).rows).toBe(20_000);
+    expect(pool.reserved).toBe(0);
+    expect((await readBack(join(dir, 'out'))).ids).toEqual(Array.from({ length: 20_000 }, (_, i) => i));
+    expect((await listFiles(dir)).sort()).toEqual(['out.checksum.CRC32C', 'out.data', 'out.index']);
+  });
+});
