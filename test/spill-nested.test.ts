@@ -4,7 +4,7 @@
  * spill or temporary file is left. Both writers (arrow-js reads the columnar writer's partitions too).
  */
 import { readdir } from 'node:fs/promises';
-import { Dictionary, Field, Int16, RecordBatch, Schema, Struct, Utf8, Vector, makeData } from 'apache-arrow';
+import { Dictionary, Field, Int16, Int32, List, RecordBatch, Schema, Struct, Utf8, Vector, makeData } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { batchBytes, nestedBatch, NESTED_SCHEMA } from '../src/cli/demo-data.js';
 import { MemoryPool } from '../src/memory/memory-pool.js';
@@ -55,4 +55,24 @@ describe.each(WRITER_KINDS)('%s writer: nested data through a memory limit 10-20
     const left = (await readdir(dir)).filter((name) => !name.startsWith('map.'));
     expect(left).toEqual([]);
   }, 120_000);
+});
+
+// Regression: the columnar writer's first estimate of a batch's bytes per row planned every row, which took selection
+// scratch for every list element of the whole batch (12 MB for these 3,000,000), and failed with CS_MEMORY_LIMIT under
+// a pool the chunked split fits in; it now plans a sample of the rows.
+describe.each(WRITER_KINDS)('%s writer: one batch with many more list elements than the pool holds', (writer) => {
+  test('30,000 rows of 100-element lists (12 MB) through an 8 MiB pool: every row, in order, within the pool', async () => {
+    const rows = 30_000;
+    const listType = new List(new Field('item', new Int32(), false));
+    const values = makeData({ type: new Int32(), length: rows * 100, data: Int32Array.from({ length: rows * 100 }, (_, i) => i) });
+    const lists = makeData({ type: listType, length: rows, valueOffsets: Int32Array.from({ length: rows + 1 }, (_, r) => r * 100), child: values });
+    const keys = makeData({ type: new Int32(), length: rows, data: Int32Array.from({ length: rows }, (_, r) => r) });
+    const schema = new Schema([new Field('key', new Int32(), false), new Field('items', listType, false)]);
+    const batch = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rows, children: [keys, lists] }));
+    const pool = new MemoryPool(8 * MiB);
+    const outcome = await runShuffle(dir, { numPartitions: 7, partitioning: { kind: 'hash', keys: ['key'] }, memoryPool: pool, spillDir: dir }, [batch], 'map', writer);
+    expect(pool.peak).toBeLessThanOrEqual(8 * MiB);
+    expect(pool.reserved).toBe(0);
+    outcome.actual.forEach((got, p) => expect(firstDifference(got, outcome.expected[p]!, `partition ${p}`)).toBeNull());
+  }, 60_000);
 });
