@@ -7,6 +7,7 @@
  */
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { Field, Int32, makeData, RecordBatch, Schema, Struct, Utf8, vectorFromArray } from 'apache-arrow';
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { MemoryLimitError, MemoryPool } from '../src/memory/memory-pool.js';
 import { createShuffleWriter, type WriterKind } from '../src/writer-kind.js';
@@ -121,3 +122,32 @@ test.each<WriterKind>(['hash', 'sort'])('a %s writer spilled for another consume
   expect(check.problems).toEqual([]);
   expect(check.rows).toBe(input.totalRows);
 });
+
+// Regression: a sort writer's per-row scratch grew by doubling, so batches of 4,000-4,150 rows kept 8,000 rows of it
+// (192 KB) while writing, more than its share of the pool beside its pointer array: the writer asking within its
+// share then failed with CS_MEMORY_LIMIT, every run.
+test('four sort writers on a 1 MiB pool (a 256 KiB share each), batches growing by 13 rows: each finishes with every row', async () => {
+  const pool = new MemoryPool(MiB);
+  const partitionCounts = [7, 300, 5000, 50];
+  const batchOf = (rows: number, P: number, seed: number) => {
+    const pid = makeData({ type: new Int32(), length: rows, data: Int32Array.from({ length: rows }, (_, i) => (i * 31 + seed) % P) });
+    const text = vectorFromArray(Array.from({ length: rows }, (_, i) => (i % 9 === 0 ? null : 'w'.repeat((i * 7 + seed) % 150) + i)), new Utf8()).data[0]!;
+    const schema = new Schema([new Field('pid', new Int32(), false), new Field('s', new Utf8(), true)]);
+    return new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rows, children: [pid, text] }));
+  };
+  const results = await Promise.all(
+    partitionCounts.map(async (P, i) => {
+      const writer = await createShuffleWriter('sort', { numPartitions: P, partitioning: { kind: 'partition-id', column: 'pid' }, outputPrefix: join(dir, `w${i}`), memoryPool: pool, spillDir: dir, concurrentTasks: 4, mapId: i });
+      let rows = 0;
+      for (let k = 0; k < 12; k++) {
+        const batch = batchOf(4000 + 13 * k, P, 100 * k + i);
+        rows += batch.numRows;
+        await writer.write(batch);
+      }
+      return { rows, result: await writer.finish() };
+    }),
+  );
+  expect(pool.peak).toBeLessThanOrEqual(MiB);
+  expect(pool.reserved).toBe(0);
+  for (const { rows, result } of results) expect(result.rows).toBe(rows);
+}, 60_000);
