@@ -3,7 +3,7 @@
  * (in worker threads) and the reduce tasks (on the main thread). Imports only
  * apache-arrow: this module is loaded inside the workers too.
  */
-import { Field, Float64, Int64, makeData, RecordBatch, Schema, Struct, type Data } from 'apache-arrow';
+import { Field, Float64, Int64, makeData, Precision, RecordBatch, Schema, Struct, Type, util, type Data, type Float } from 'apache-arrow';
 
 /** What a map task's partial aggregate sends: one row per customer it saw. */
 export const PARTIAL_SCHEMA = new Schema([
@@ -26,10 +26,12 @@ export function column(batch: RecordBatch, name: string): Data {
 export function forEachNumber(data: Data, f: (row: number, value: number) => void): void {
   const values = data.values as ArrayLike<number | bigint>;
   const nulls = data.nullCount > 0;
+  // a Float16 column's values are its raw bits in a Uint16Array
+  const half = data.typeId === Type.Float && (data.type as Float).precision === Precision.HALF;
   for (let i = 0; i < data.length; i++) {
     if (nulls && !data.getValid(i)) continue;
     const raw = values[i]!;
-    f(i, typeof raw === 'bigint' ? Number(raw) : raw);
+    f(i, typeof raw === 'bigint' ? Number(raw) : half ? util.uint16ToFloat64(raw) : raw);
   }
 }
 

@@ -95,6 +95,8 @@ export interface RunOptions {
   onStage?: (event: { stage: string; phase: 'start' | 'end' }) => void | Promise<void>;
   /** Keep the shuffle files after the job (default: removed). */
   keepFiles?: boolean;
+  /** Aborting it stops the job (its map tasks aborted, its files removed as after a failure); runJob then rejects. */
+  signal?: AbortSignal;
 }
 
 export interface StageReport {
@@ -133,6 +135,9 @@ export async function runJob<T, R>(job: Job<T, R>, options: RunOptions): Promise
   const tracker = new MapOutputTracker();
   const pool = options.pool ?? new MapTaskPool({ threads: options.threads, memoryBytes: options.memoryBytes });
   const cancel = new AbortController();
+  const stop = () => cancel.abort();
+  if (options.signal?.aborted) stop();
+  options.signal?.addEventListener('abort', stop, { once: true });
   const running: MapTask[] = [];
   const reports = new Map<string, StageReport>();
   let removedFiles = 0;
@@ -162,6 +167,7 @@ export async function runJob<T, R>(job: Job<T, R>, options: RunOptions): Promise
     cancel.abort();
     throw error;
   } finally {
+    options.signal?.removeEventListener('abort', stop);
     progress.done();
     if (options.pool === undefined) await pool.close();
     else await Promise.all(running.map((task) => task.status.catch(() => undefined))); // a failed job's tasks end before its files go

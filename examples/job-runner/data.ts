@@ -12,11 +12,11 @@ import {
   RecordBatch,
   Schema,
   Struct,
+  DataType,
   tableFromIPC,
   Type,
   Utf8,
   type Data,
-  type DataType,
   type Table,
 } from 'apache-arrow';
 
@@ -26,11 +26,10 @@ export const ORDERS_SCHEMA = new Schema([
   new Field('amount', new Float64(), false),
 ]);
 
-export const CUSTOMERS_SCHEMA = new Schema([
-  new Field('customer_id', new Int32(), false),
-  new Field('name', new Utf8(), false),
-  new Field('country', new Utf8(), false),
-]);
+/** The customers' schema with `customer_id` of the integer type `idType` (the join's orders' type). */
+export function customersSchema(idType: DataType): Schema {
+  return new Schema([new Field('customer_id', idType, false), new Field('name', new Utf8(), false), new Field('country', new Utf8(), false)]);
+}
 
 export const COUNTRIES = ['DE', 'FR', 'US', 'JP', 'BR', 'IN', 'NG', 'AU', 'CA', 'MX', 'ES', 'KR'];
 
@@ -92,21 +91,26 @@ function ordersBatch(first: number, rows: number, customers: number, seed: numbe
   ]);
 }
 
-/** The customers 0..count-1 with a name and a country, in batches; `split` as for orders. */
-export function* customersSplit(count: number, task: number, tasks: number): Generator<RecordBatch> {
+/**
+ * The customers 0..count-1 with a name and a country, in batches; `split` as
+ * for orders. Their ids are of the integer type `idType` (any: count - 1 must fit).
+ */
+export function* customersSplit(count: number, task: number, tasks: number, idType: DataType = new Int32()): Generator<RecordBatch> {
+  if (!DataType.isInt(idType)) throw new Error(`customer ids must be of an integer type, got ${String(idType)}`);
+  const schema = customersSchema(idType);
   const [start, end] = splitRange(count, task, tasks);
   const encoder = new TextEncoder();
   for (let from = start; from < end; from += BATCH_ROWS) {
     const rows = Math.min(BATCH_ROWS, end - from);
-    const ids = new Int32Array(rows);
+    const ids = new idType.ArrayType(rows);
     const names: string[] = [];
     const countries: string[] = [];
     for (let i = 0; i < rows; i++) {
-      ids[i] = from + i;
+      ids[i] = idType.bitWidth === 64 ? BigInt(from + i) : from + i;
       names.push(`customer-${from + i}`);
       countries.push(countryOf(from + i));
     }
-    yield batch(CUSTOMERS_SCHEMA, rows, [makeData({ type: new Int32(), length: rows, nullCount: 0, data: ids }), utf8(names, encoder), utf8(countries, encoder)]);
+    yield batch(schema, rows, [makeData({ type: idType, length: rows, nullCount: 0, data: ids }), utf8(names, encoder), utf8(countries, encoder)]);
   }
 }
 
@@ -127,11 +131,16 @@ export interface ColumnNeed {
  */
 export async function ordersFromFile(path: string, needs: readonly ColumnNeed[]): Promise<OrdersSource> {
   let table: Table;
+  let bytes: Buffer;
+  const notArrow = (why: string) => new InputError(`cannot read ${path} as an uncompressed Arrow IPC file or stream: ${why}`);
   try {
-    table = tableFromIPC(await readFile(path));
+    bytes = await readFile(path);
+    table = tableFromIPC(bytes);
   } catch (cause) {
-    throw new InputError(`cannot read ${path} as an uncompressed Arrow IPC file or stream: ${(cause as Error).message}`);
+    throw notArrow((cause as Error).message);
   }
+  // arrow-js reads an empty file, or one too short to hold a message, as a table without columns instead of throwing
+  if (table.schema.fields.length === 0) throw notArrow(bytes.length === 0 ? 'the file is empty' : 'no Arrow schema in it');
   const present = table.schema.fields.map((f) => `${f.name}: ${String(f.type)}`).join(', ');
   for (const need of needs) {
     const field = table.schema.fields.find((f) => f.name === need.name);

@@ -13,7 +13,7 @@ import { Table, type RecordBatch } from 'apache-arrow';
 import { rangeBoundsOf } from 'columnar-shuffle';
 import { column, CustomerTotals, forEachNumber, numbers, PARTIAL_SCHEMA } from './columns.js';
 import type { Job } from './dag.js';
-import { COUNTRIES, countryOf, CUSTOMERS_SCHEMA, customersSplit, type OrdersSource } from './data.js';
+import { COUNTRIES, countryOf, customersSchema, customersSplit, type OrdersSource } from './data.js';
 
 const MAP_TASKS = new URL(import.meta.url.endsWith('.ts') ? './map-tasks.ts' : './map-tasks.js', import.meta.url);
 
@@ -94,11 +94,26 @@ export function ordersPerCustomerReference(source: OrdersSource, maps: number): 
   const totals = new CustomerTotals();
   for (let task = 0; task < maps; task++) {
     for (const batch of source.split(task, maps)) {
-      const amounts = numbers(column(batch, 'amount'));
-      forEachNumber(column(batch, 'customer_id'), (row, id) => totals.add(id, 1, Number.isNaN(amounts[row]!) ? 0 : amounts[row]!));
+      const ids = referenceValues(batch, 'customer_id');
+      const amounts = referenceValues(batch, 'amount');
+      for (let row = 0; row < batch.numRows; row++) if (ids[row] !== null) totals.add(ids[row]!, 1, amounts[row] ?? 0);
     }
   }
   return totals;
+}
+
+/**
+ * A numeric column's values (null where null) read through apache-arrow's own
+ * accessor, not the column helpers the jobs use: the references read the orders
+ * another way, so that a mistake in reading a type (Float16's raw bits, say)
+ * shows as a difference instead of being made on both sides.
+ */
+function referenceValues(batch: RecordBatch, name: string): (number | null)[] {
+  const vector = batch.getChild(name)!;
+  return Array.from({ length: batch.numRows }, (_, row) => {
+    const value = vector.get(row) as number | bigint | null;
+    return value === null ? null : Number(value);
+  });
 }
 
 /** What differs between the job's answer and the reference; empty when they agree. */
@@ -123,8 +138,6 @@ export function checkOrdersPerCustomer(answer: CustomerAnswer, reference: Custom
 
 // ---------------------------------------------------------------- job 2: shuffle hash join
 
-const CUSTOMER_SIDE = CUSTOMERS_SCHEMA.select(['customer_id', 'country']);
-
 /** One reduce task's join output, summarized: the joined rows are counted, not collected. */
 export interface JoinSummary {
   joined: number;
@@ -137,6 +150,9 @@ export interface JoinSummary {
 }
 
 export function joinJob(orders: OrdersSource, customers: number, shape: JobShape & { customerMaps: number }): Job<JoinSummary, JoinSummary> {
+  // both sides' customer_id in the orders' type: the partition of a key is a Murmur3 hash of its
+  // type's representation (Int64 and Int32 of the same value differ), so equal ids must share a type
+  const idType = orders.schema.fields.find((f) => f.name === 'customer_id')!.type;
   return {
     name: 'orders join customers',
     maps: [
@@ -158,8 +174,8 @@ export function joinJob(orders: OrdersSource, customers: number, shape: JobShape
         tasks: shape.customerMaps,
         numPartitions: shape.partitions,
         partitioning: { kind: 'hash', keys: ['customer_id'] },
-        outputSchema: CUSTOMER_SIDE,
-        input: (task) => customersSplit(customers, task, shape.customerMaps),
+        outputSchema: customersSchema(idType).select(['customer_id', 'country']),
+        input: (task) => customersSplit(customers, task, shape.customerMaps, idType),
         transform: { module: MAP_TASKS, export: 'project', args: { columns: ['customer_id', 'country'] } },
       },
     ],
@@ -207,11 +223,14 @@ export function joinReference(orders: OrdersSource, customers: number, maps: num
   const summary = emptySummary();
   for (let task = 0; task < maps; task++) {
     for (const batch of orders.split(task, maps)) {
-      const ids = numbers(column(batch, 'order_id'));
-      const amounts = numbers(column(batch, 'amount'));
-      forEachNumber(column(batch, 'customer_id'), (row, customer) =>
-        joinRow(summary, ids[row]!, customer >= 0 && customer < customers && Number.isInteger(customer) ? countryOf(customer) : undefined, amounts[row]!),
-      );
+      const ids = referenceValues(batch, 'order_id');
+      const customerIds = referenceValues(batch, 'customer_id');
+      const amounts = referenceValues(batch, 'amount');
+      for (let row = 0; row < batch.numRows; row++) {
+        const customer = customerIds[row] ?? null;
+        if (customer === null) continue;
+        joinRow(summary, ids[row] ?? Number.NaN, customer >= 0 && customer < customers ? countryOf(customer) : undefined, amounts[row] ?? Number.NaN);
+      }
     }
   }
   return summary;
@@ -351,45 +370,77 @@ export function sortJob(source: OrdersSource, shape: JobShape, bounds: Table): J
   };
 }
 
-/** Orders collected from batches, then sorted largest amount first (NaN first, nulls last), ties by customer id. */
+/**
+ * Orders collected from batches, then sorted largest amount first (NaN first,
+ * nulls last), ties by customer id. Rows with a null customer_id are left out,
+ * as in the other jobs.
+ */
 class OrderList {
   private readonly amounts: number[] = [];
   private readonly nulls: number[] = [];
   private readonly customers: number[] = [];
 
+  /** A reduce task's batch, read with the jobs' column helpers. */
   add(batch: RecordBatch): void {
     const amount = column(batch, 'amount');
-    const ids = numbers(column(batch, 'customer_id'));
-    numbers(amount).forEach((value, row) => {
-      this.amounts.push(value);
-      this.nulls.push(amount.getValid(row) ? 0 : 1);
-      this.customers.push(ids[row]!);
-    });
+    const amounts = numbers(amount);
+    forEachNumber(column(batch, 'customer_id'), (row, customer) => this.push(amount.getValid(row) ? amounts[row]! : null, customer));
+  }
+
+  push(amount: number | null, customer: number): void {
+    this.amounts.push(amount ?? Number.NaN);
+    this.nulls.push(amount === null ? 1 : 0);
+    this.customers.push(customer);
   }
 
   sorted(): SortedOrders {
     const { amounts, nulls, customers } = this;
     const rank = (i: number) => (nulls[i] === 1 ? 2 : Number.isNaN(amounts[i]!) ? 0 : 1);
-    const order = amounts.map((_, i) => i).sort((a, b) => rank(a) - rank(b) || (rank(a) === 1 ? amounts[b]! - amounts[a]! : 0) || customers[a]! - customers[b]!);
+    // compared, not subtracted: Infinity - Infinity is NaN, which a comparator must never return;
+    // 0 and -0 compare equal (as in Spark's order), so their order among equal customer ids is the input's
+    const descending = (a: number, b: number) => (a > b ? -1 : a < b ? 1 : 0);
+    const order = amounts.map((_, i) => i).sort((a, b) => rank(a) - rank(b) || (rank(a) === 1 ? descending(amounts[a]!, amounts[b]!) : 0) || customers[a]! - customers[b]!);
     return { amounts: Float64Array.from(order, (i) => amounts[i]!), nulls: Uint8Array.from(order, (i) => nulls[i]!), customers: Float64Array.from(order, (i) => customers[i]!) };
   }
 }
 
-/** Every order, sorted on this thread. */
+/** Every order, sorted on this thread (read through apache-arrow's accessor, see referenceValues). */
 export function sortReference(source: OrdersSource, maps: number): SortedOrders {
   const orders = new OrderList();
-  for (let task = 0; task < maps; task++) for (const batch of source.split(task, maps)) orders.add(batch);
+  for (let task = 0; task < maps; task++) {
+    for (const batch of source.split(task, maps)) {
+      const customers = referenceValues(batch, 'customer_id');
+      const amounts = referenceValues(batch, 'amount');
+      for (let row = 0; row < batch.numRows; row++) if (customers[row] !== null) orders.push(amounts[row] ?? null, customers[row]!);
+    }
+  }
   return orders.sorted();
 }
 
-/** The job's orders, partition after partition, must be the reference's, in its order. */
+/**
+ * The job's orders, partition after partition, must be the reference's, in its
+ * order, amounts equal as the sort compares them (0 and -0 tie, so either may
+ * come first); that no -0 turned into 0 or back is checked by their count.
+ */
 export function checkSort(answer: SortAnswer, reference: SortedOrders): string[] {
   if (answer.amounts.length !== reference.amounts.length) return [`${answer.amounts.length} orders in the answer, ${reference.amounts.length} in the reference`];
-  const show = (orders: SortedOrders, i: number) => `(amount ${orders.nulls[i] === 1 ? 'null' : orders.amounts[i]}, customer ${orders.customers[i]})`;
+  const show = (orders: SortedOrders, i: number) => `(amount ${orders.nulls[i] === 1 ? 'null' : showAmount(orders.amounts[i]!)}, customer ${orders.customers[i]})`;
   for (let i = 0; i < answer.amounts.length; i++) {
-    if (!Object.is(answer.amounts[i], reference.amounts[i]) || answer.nulls[i] !== reference.nulls[i] || answer.customers[i] !== reference.customers[i]) {
+    if (!sameAmount(answer.amounts[i]!, reference.amounts[i]!) || answer.nulls[i] !== reference.nulls[i] || answer.customers[i] !== reference.customers[i]) {
       return [`order ${i} of the sorted output is ${show(answer, i)}, the reference has ${show(reference, i)}`];
     }
   }
+  const negativeZeros = (orders: SortedOrders) => orders.amounts.reduce((n, amount) => n + (Object.is(amount, -0) ? 1 : 0), 0);
+  if (negativeZeros(answer) !== negativeZeros(reference)) return [`${negativeZeros(answer)} amounts of -0 in the answer, ${negativeZeros(reference)} in the reference`];
   return [];
+}
+
+/** Equal as the sort orders them: 0 and -0 alike, NaN like NaN. */
+function sameAmount(a: number, b: number): boolean {
+  return a === b || (Number.isNaN(a) && Number.isNaN(b));
+}
+
+/** String(-0) is "0": a message that shows both must tell them apart. */
+function showAmount(amount: number): string {
+  return Object.is(amount, -0) ? '-0' : String(amount);
 }

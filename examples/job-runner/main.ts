@@ -41,7 +41,8 @@ export const USAGE = `usage: job-runner [--job orders|join|sort] [--input orders
                       sampled from the orders, rows range-partitioned by amount, each partition sorted)
   --input FILE        orders from an uncompressed Arrow IPC file or stream instead of generated ones;
                       columns: customer_id (integer), amount (integer or float), and for the join
-                      order_id (integer); customers 0..max(customer_id) are generated for the join
+                      order_id (integer); customers 0..max(customer_id) are generated for the join;
+                      rows with a null customer_id are left out
   --orders N          generated orders (default 1000000)
   --customers N       generated customers (default 10000)
   --maps N            map tasks over the orders (default 8)
@@ -51,21 +52,51 @@ export const USAGE = `usage: job-runner [--job orders|join|sort] [--input orders
   --writer hash|sort  the map tasks' shuffle writer: hash, the columnar one (default), or sort, the
                       row writer (for thousands of partitions); the reducers read either
   --pipelined         start the reducers with the map tasks (they read outputs as they commit)
-  --fail-map N        make attempt 0 of map task N throw mid-write
-  --kill-map N        terminate the worker thread of attempt 0 of map task N mid-write
+  --fail-map N        make attempt 0 of map task N throw mid-write (a task with no rows throws once
+                      its input is read)
+  --kill-map N        terminate the worker thread of attempt 0 of map task N mid-write (a task with no
+                      rows ends its thread once its input is read)
   --zombie-map N      let attempt 0 of map task N commit a wrong output, then lose it
   --max-attempts N    attempts per task (default 4)
-  --dir DIR           shuffle directory (default: a new temporary one); the job's files are removed after
-  -h, --help`;
+  --dir DIR           where the job's shuffle directory is made (default: the system's temporary
+                      directory): a new subdirectory of DIR per run, so runs may share DIR; it is
+                      removed with the job's files at the end, also on SIGINT, SIGTERM or SIGHUP
+  -h, --help
+
+Exit codes: 0 verified, 1 the job failed or its answer is wrong, 2 bad command line or input,
+130 interrupted (SIGINT, SIGTERM or SIGHUP: the job is stopped and its files removed; a second
+signal exits at once, leaving them).`;
+
+/** The signals that stop a run: its map tasks are aborted, its files removed, and it exits 130. */
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+const EXIT_INTERRUPTED = 130;
 
 interface IO {
   stdout: Writable;
   stderr: Writable & { isTTY?: boolean; columns?: number };
+  /** Stops the run (exit 130); without it, main stops on SIGINT / SIGTERM / SIGHUP, and a second signal exits at once. */
+  signal?: AbortSignal;
 }
 
-/** Exit codes: 0 verified, 1 the job failed or its answer is wrong, 2 bad command line or input. */
+/** Exit codes: 0 verified, 1 the job failed or its answer is wrong, 2 bad command line or input, 130 interrupted. */
 export async function main(argv: string[], io: IO = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+  const controller = new AbortController();
+  const onSignal = () => (controller.signal.aborted ? process.exit(EXIT_INTERRUPTED) : controller.abort());
+  // left to Node, a signal killed the process with the job's files in place
+  if (io.signal === undefined) for (const name of SIGNALS) process.on(name, onSignal);
+  try {
+    return await run(argv, io, io.signal ?? controller.signal);
+  } finally {
+    for (const name of SIGNALS) process.off(name, onSignal);
+  }
+}
+
+async function run(argv: string[], io: IO, signal: AbortSignal): Promise<number> {
   const out = (line = '') => io.stdout.write(`${line}\n`);
+  const interrupted = () => {
+    io.stderr.write('job-runner: interrupted\n');
+    return EXIT_INTERRUPTED;
+  };
   let args: ReturnType<typeof parse>;
   try {
     args = parse(argv);
@@ -92,7 +123,14 @@ export async function main(argv: string[], io: IO = { stdout: process.stdout, st
     io.stderr.write(`job-runner: ${error.message}\n`);
     return 2;
   }
-  const dir = args.dir ?? (await mkdtemp(join(tmpdir(), 'job-runner-')));
+  if (args.dir !== undefined && !(await stat(args.dir).then((s) => s.isDirectory(), () => false))) {
+    io.stderr.write(`job-runner: --dir ${args.dir} is not a directory\n`);
+    return 2;
+  }
+  if (signal.aborted) return interrupted();
+  // a directory of its own, also under --dir: two runs sharing one would write the same shuffle ids,
+  // and one's cleanup would remove the other's files
+  const dir = await mkdtemp(join(args.dir ?? tmpdir(), 'job-runner-'));
   const started = performance.now();
   const progress = progressBoard(io.stderr);
   const faults: Fault[] = [];
@@ -100,13 +138,9 @@ export async function main(argv: string[], io: IO = { stdout: process.stdout, st
   if (args.failMap !== undefined) faults.push({ stage, task: args.failMap, attempt: 0, kind: 'throw' });
   if (args.killMap !== undefined) faults.push({ stage, task: args.killMap, attempt: 0, kind: 'terminate' });
   if (args.zombieMap !== undefined) faults.push({ stage, task: args.zombieMap, attempt: 0, kind: 'zombie' });
-  const runOptions = { dir, threads: args.threads, memoryBytes: args.memory, writer: args.writer, pipelined: args.pipelined, maxAttempts: args.maxAttempts, faults, progress };
+  const runOptions = { dir, threads: args.threads, memoryBytes: args.memory, writer: args.writer, pipelined: args.pipelined, maxAttempts: args.maxAttempts, faults, progress, signal };
   const shape = { maps: args.maps, partitions: args.partitions };
   try {
-    if (args.dir !== undefined && !(await stat(args.dir).then((s) => s.isDirectory(), () => false))) {
-      io.stderr.write(`job-runner: --dir ${args.dir} is not a directory\n`);
-      return 2;
-    }
     const title = { orders: 'orders per customer (two-phase aggregate)', join: 'orders join customers (shuffle hash join)', sort: 'orders by amount, largest first (distributed sort)' }[args.job];
     out(`columnar-shuffle job runner: ${title}`);
     out(`  input     ${source.description}`);
@@ -142,6 +176,7 @@ export async function main(argv: string[], io: IO = { stdout: process.stdout, st
       checkMs = performance.now() - t;
       printCustomers(out, job.value, args.partitions);
     }
+    if (signal.aborted) return interrupted(); // after the job's last await: its answer is not checked
     const failures = result.stages.flatMap((s) => s.failures);
     out(`  retries   ${failures.length === 0 ? 'none' : failures.length}`);
     for (const failure of failures) out(`            - ${failure}`);
@@ -155,11 +190,12 @@ export async function main(argv: string[], io: IO = { stdout: process.stdout, st
     return problems.length === 0 ? 0 : 1;
   } catch (error) {
     progress.done();
+    if (signal.aborted) return interrupted(); // the job failed because it was stopped (CS_ABORTED and the like)
     const code = error instanceof ShuffleError ? ` ${error.code}` : '';
     io.stderr.write(`job-runner: error${code}: ${(error as Error).message}\n`);
     return 1;
   } finally {
-    if (args.dir === undefined) await rm(dir, { recursive: true, force: true });
+    await rm(dir, { recursive: true, force: true });
   }
 }
 
@@ -197,6 +233,10 @@ function parse(argv: string[]) {
     if (n !== undefined && n >= maps) throw new Error(`--${name} ${n}: there are only ${maps} map tasks`);
     return n;
   };
+  const threads = integer(values.threads, 'threads', 1) ?? Math.min(4, availableParallelism());
+  const memory = byteSize(values.memory) ?? 64 * 1024 * 1024;
+  // a usage error here, not the pool's CS_INVALID_ARGUMENT about memoryBytes once the job has started
+  if (memory < threads) throw new Error(`--memory must be at least one byte per thread (--threads ${threads}), got ${values.memory}`);
   return {
     help: values.help === true,
     job: job as 'orders' | 'join' | 'sort',
@@ -205,8 +245,8 @@ function parse(argv: string[]) {
     customers: integer(values.customers, 'customers', 1) ?? 10_000,
     maps,
     partitions: integer(values.partitions, 'partitions', 1) ?? 8,
-    threads: integer(values.threads, 'threads', 1) ?? Math.min(4, availableParallelism()),
-    memory: byteSize(values.memory) ?? 64 * 1024 * 1024,
+    threads,
+    memory,
     writer: writer as WriterKind,
     pipelined: values.pipelined === true,
     failMap: task('fail-map'),

@@ -4,6 +4,7 @@
  * This module (and what it imports) must load in a worker: only apache-arrow
  * and sibling modules, no runner state.
  */
+import { isMainThread } from 'node:worker_threads';
 import type { RecordBatch } from 'apache-arrow';
 import { column, CustomerTotals, forEachNumber, numbers, partialBatches } from './columns.js';
 
@@ -13,6 +14,7 @@ export interface InjectedFault {
    * `throw`: the task throws after writing `afterBatches` batches;
    * `stall`: it stops after `afterBatches` batches, until the runner terminates its thread;
    * `corrupt`: it writes only half of every batch, and commits (a stale attempt whose output must never be read).
+   * A task that writes fewer batches (one with no rows writes none) throws, or ends its thread, at the end of its output.
    */
   kind: 'throw' | 'stall' | 'corrupt';
   afterBatches: number;
@@ -62,4 +64,12 @@ async function* withFault(batches: AsyncIterable<RecordBatch> | Iterable<RecordB
       await new Promise<never>(() => undefined); // 'stall': until the thread is terminated
     }
   }
+  // fewer batches than the fault waits for (a task with no rows writes none): injected all the same,
+  // or --fail-map and --kill-map would silently do nothing
+  if (fault === undefined || fault.kind === 'corrupt') return;
+  if (fault.kind === 'throw') throw new Error(`injected fault: the map task throws at the end of its output (${written} batches written)`);
+  // 'stall': the runner terminates a thread on the task's progress, and there is none to see: the thread ends itself
+  // (process.exit in a worker ends the thread only), as a crash would
+  if (isMainThread) throw new Error('injected fault: the map task would end its thread, but it runs on the main thread');
+  process.exit(1);
 }
