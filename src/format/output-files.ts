@@ -88,6 +88,8 @@ export class DataFileWriter {
   private pendingBytes = 0;
   /** the write on its way, if any (its bytes are counted in `position` already) */
   private writing: Promise<void> | null = null;
+  /** the commit on its way or done, which an abort() waits for */
+  private committing: Promise<void> | null = null;
   private partition = -1;
   private partitionStart = 0;
   private crc = 0;
@@ -186,17 +188,21 @@ export class DataFileWriter {
 
   /** Writes the index and checksum files and renames all three into place. */
   async commit(): Promise<{ partitionLengths: number[]; checksums: number[]; bytesWritten: number }> {
-    try {
-      await this.flush();
-      await this.handle!.close();
-      this.handle = null;
-      await writeWhole(this.temp.checksum, encodeChecksums(this.checksums));
-      await writeWhole(this.temp.index, encodeIndex(this.partitionLengths));
-      await oneCommitAtATime(resolve(this.paths.index), () => this.renameIntoPlace()); // one key per file, however the prefix was spelled
-    } catch (error) {
-      await this.abort();
-      throw error;
-    }
+    const committing = (async () => {
+      try {
+        await this.flush();
+        await this.handle!.close();
+        this.handle = null;
+        await writeWhole(this.temp.checksum, encodeChecksums(this.checksums));
+        await writeWhole(this.temp.index, encodeIndex(this.partitionLengths));
+        await oneCommitAtATime(resolve(this.paths.index), () => this.renameIntoPlace()); // one key per file, however the prefix was spelled
+      } catch (error) {
+        await this.removeTemporaryFiles().catch(() => undefined); // why the commit failed is the error to report
+        throw error;
+      }
+    })();
+    this.committing = committing;
+    await committing;
     return { partitionLengths: this.partitionLengths, checksums: this.checksums, bytesWritten: this.position };
   }
 
@@ -258,8 +264,18 @@ export class DataFileWriter {
     await Promise.all(aside.map(([, movedTo]) => rm(movedTo, { force: true }).catch(() => undefined)));
   }
 
-  /** Closes and removes the temporary files; safe to call more than once. */
+  /**
+   * Closes and removes the temporary files; safe to call more than once. During
+   * a commit it comes too late: it waits for the commit, and a commit that
+   * succeeds stands (removing its temporary files while they were renamed left
+   * either outcome to chance).
+   */
   async abort(): Promise<void> {
+    if (this.committing !== null && (await this.committing.then(() => true, () => false))) return;
+    await this.removeTemporaryFiles();
+  }
+
+  private async removeTemporaryFiles(): Promise<void> {
     await this.writing?.catch(() => undefined); // the descriptor must outlive the write on its way
     this.writing = null;
     const handle = this.handle;

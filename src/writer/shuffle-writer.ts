@@ -346,6 +346,8 @@ export class ShuffleWriter implements Reclaimable {
       const partitionBatches = Array.from(this.store.batchCounts);
       await this.store.discard();
       await this.dictionaries?.release();
+      // an abort() from here on waits for the commit, which then stands (DataFileWriter.abort)
+      if ((this.state as WriterState) === 'aborted') throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted while finish() was running');
       const { partitionLengths, checksums, bytesWritten } = await this.output.commit();
       const result: ShuffleWriteResult = {
         paths: this.output.paths,
@@ -377,6 +379,7 @@ export class ShuffleWriter implements Reclaimable {
    * Drops everything, removes temporary and spill files and releases all memory. Safe to call in any state.
    * Every step runs even when one fails; a file that cannot be removed then rejects it with CS_IO naming the file
    * (again on each call). A write() or finish() that fails aborts and reports its own error, not abort()'s.
+   * Once finish() has begun to commit, abort() comes too late: it waits, the output stands and finish() returns.
    */
   abort(): Promise<void> {
     // a second abort() waits for the first: returned early, it let a caller exit with the files still there
