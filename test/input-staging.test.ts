@@ -172,3 +172,20 @@ test('stagingBytes is validated', async () => {
 function int32s(values: number[]) {
   return makeData({ type: new Int32(), length: values.length, data: Int32Array.from(values) });
 }
+
+// Regression: the target counts rows of the first batch's width, and staging held rows to it alone, so wider rows
+// later (values of hundreds of MiBs) took a staging buffer past 2 GiB, an untyped RangeError.
+test('rows wider than the first batch\'s: a batch of more than a quarter of stagingBytes is split as it comes, and staged rows once they pass twice stagingBytes', async () => {
+  const schema = new Schema([new Field('v', new Int32(), false), new Field('s', new Utf8(), true)]);
+  const rowsOf = (b: number, rows: number, bytes: number) => batchOf(schema, [sequenceColumn(b * 1000, rows), utf8Column(Array.from({ length: rows }, (_, i) => `${b}.${i} `.padEnd(bytes, 'x')))], rows);
+  const narrow = rowsOf(0, 100, 20); // the first batch: about 28 bytes a row, a target of thousands of rows
+  const wide = [1, 2].map((b) => rowsOf(b, 1, 40 * 1024)); // 40 KiB: more than a quarter of 128 KiB, not staged
+  const middling = Array.from({ length: 10 }, (_, b) => rowsOf(3 + b, 100, 300)); // 30 KB each: staged, nine pass 256 KiB
+  const append = vi.spyOn(InputStaging.prototype, 'append');
+  const clear = vi.spyOn(InputStaging.prototype, 'clear');
+  const outcome = await runShuffle(dir, { numPartitions: 500, partitioning: { kind: 'round-robin' }, stagingBytes: 128 * 1024 }, [narrow, ...wide, ...middling]);
+  expect(append.mock.calls.map(([batch]) => batch.numRows)).toEqual([100, ...middling.map(() => 100)]);
+  // splits: the narrow rows before the first wide batch, nine middling batches (270 KB) by the byte net, the last at finish
+  expect(clear).toHaveBeenCalledTimes(3);
+  expect(outcome.actual).toEqual(outcome.expected);
+});

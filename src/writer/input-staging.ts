@@ -1,4 +1,4 @@
-import type { RecordBatch, Schema } from 'apache-arrow';
+import type { Data, RecordBatch, Schema } from 'apache-arrow';
 import type { FieldNodeInfo } from '../format/ipc-message.js';
 import { recordBatchOverBuffers } from '../format/ipc-reader.js';
 import type { MemoryReservation } from '../memory/memory-pool.js';
@@ -115,4 +115,19 @@ export class InputStaging {
     this.reservation.shrink(bytes);
     return bytes;
   }
+}
+
+/**
+ * Bytes of a batch's buffers as Arrow holds them (nested children and view
+ * columns' data buffers included; a slice counts its whole buffers).
+ */
+export function batchBufferBytes(batch: RecordBatch): number {
+  const bytesOf = (data: Data): number => {
+    let total = 0;
+    for (const buffer of [data.values, data.valueOffsets, data.nullBitmap, data.typeIds]) total += (buffer as ArrayBufferView | undefined)?.byteLength ?? 0;
+    for (const buffer of data.variadicBuffers ?? []) total += buffer.byteLength;
+    for (const child of data.children) total += bytesOf(child);
+    return total;
+  };
+  return batch.data.children.reduce((sum, child) => sum + bytesOf(child), 0);
 }

@@ -44,7 +44,7 @@ export class PartitionRows {
     const n = this.numPartitions;
     const offsets = this.partition2RowOffset;
     const cursor = this.cursor;
-    if (this.rowOffset2RowId.length < rows) this.rowOffset2RowId = new Uint32Array(Math.max(rows, this.rowOffset2RowId.length * 2));
+    if (this.rowOffset2RowId.length < rows) this.rowOffset2RowId = new Uint32Array(rows);
     const rowIds = this.rowOffset2RowId;
 
     cursor.fill(0);

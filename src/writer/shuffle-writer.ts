@@ -27,7 +27,7 @@ import { BufferGrowth, nestedBytes } from './buffer-growth.js';
 import { binaryDataFits, ColumnBuffer, hasData, hasValidity } from './column-buffer.js';
 import { childLayouts, columnLayoutOf, dictionaryLayouts, fixedBytesPerRow, type ColumnLayout } from './column-layout.js';
 import { DictionaryTracker } from './dictionary-tracker.js';
-import { InputStaging, MAX_STAGING_BYTES, MAX_STAGING_SHARE, MIN_STAGED_BATCHES, stagingTargetRows } from './input-staging.js';
+import { batchBufferBytes, InputStaging, MAX_STAGING_BYTES, MAX_STAGING_SHARE, MIN_STAGED_BATCHES, stagingTargetRows } from './input-staging.js';
 import { columnIndex } from './column-index.js';
 import { collectWritableDictionaries } from './dictionary-indices.js';
 import { assertWritableSchema, assertInputBatch } from './input-batch.js';
@@ -166,6 +166,8 @@ export class ShuffleWriter implements Reclaimable {
   private staging: InputStaging | null = null;
   /** rows a staged batch aims at: -1 until the first batch decides, 0 for no staging */
   private stagingTarget = -1;
+  /** bytes of the input batches staged (batchBufferBytes) */
+  private stagedBytes = 0;
 
   /**
    * The length of a payload's arena of at least `bytes`: under a memory limit a
@@ -704,13 +706,18 @@ export class ShuffleWriter implements Reclaimable {
   private async stageOrSplit(batch: RecordBatch, staged: number): Promise<void> {
     if (this.stagingTarget < 0) await this.decideStaging(batch);
     const staging = this.staging;
-    if (staging === null || batch.numRows * MIN_STAGED_BATCHES >= this.stagingTarget) {
+    // The target counts rows of the first batch's width. A batch much wider (values of MiBs) is split as it comes,
+    // and the staged rows once their bytes pass twice stagingBytes, a net the row target meets first on rows of
+    // one width: held to the rows alone, wider ones took a staging buffer past 2 GiB.
+    const bytes = batchBufferBytes(batch);
+    if (staging === null || batch.numRows * MIN_STAGED_BATCHES >= this.stagingTarget || bytes * MIN_STAGED_BATCHES > this.options.stagingBytes) {
       if (staged > 0) await this.splitStaged();
       await this.splitBatch(batch, staged);
       return;
     }
     await staging.append(batch);
-    if (staging.rows >= this.stagingTarget) await this.splitStaged();
+    this.stagedBytes += bytes;
+    if (staging.rows >= this.stagingTarget || this.stagedBytes > 2 * this.options.stagingBytes) await this.splitStaged();
   }
 
   /** Whether to stage, from the first batch: not with dictionary columns (each batch may bring its own dictionaries). */
@@ -726,6 +733,7 @@ export class ShuffleWriter implements Reclaimable {
     if (staging.rows === 0) return;
     await this.splitBatch(staging.batch(), 0);
     staging.clear();
+    this.stagedBytes = 0;
   }
 
   private releaseScratch(): void {
