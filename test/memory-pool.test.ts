@@ -140,6 +140,30 @@ describe('MemoryPool reclaim protocol', () => {
     expect(first.size).toBe(6);
   });
 
+  // Regression: the consumer's abort freed its reservation while its grow waited for another consumer's spill; the grow
+  // was then granted to the reservation that had left the pool, and those bytes stayed reserved for good.
+  test('a reservation freed while its grow waits for a reclaim is not granted: the grow fails with CS_ABORTED and the pool keeps nothing of it', async () => {
+    const pool = new MemoryPool(100);
+    const requester = pool.register('requester');
+    requester.tryGrow(10);
+    const slow: Reclaimable = {
+      async reclaim(bytes) {
+        requester.free(); // the requester is aborted while this consumer spills
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        other.shrink(bytes);
+        return bytes;
+      },
+    };
+    const other = pool.register('other', slow);
+    other.tryGrow(90);
+    await expect(requester.grow(50)).rejects.toMatchObject({ code: 'CS_ABORTED' });
+    expect(pool.reserved).toBe(90 - 50);
+    expect(pool.consumers().map((c) => c.name)).toEqual(['other']);
+    expect(() => requester.tryGrow(1)).toThrow(/left the pool/);
+    requester.shrink(10); // what a step still on its way releases was released by free(): nothing changes
+    expect(pool.reserved).toBe(40);
+  });
+
   test('when nothing can be freed, grow fails with a MemoryLimitError that says who, how much and what remains', async () => {
     const pool = new MemoryPool(100);
     const holder = pool.register('ShuffleWriter[3]');

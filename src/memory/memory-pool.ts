@@ -206,6 +206,8 @@ export class MemoryPool {
 export class MemoryReservation {
   private bytes = 0;
   private peakBytes = 0;
+  /** set by free(): the consumer has left the pool, and a grow still on its way must not be granted */
+  private released = false;
   /** @internal the reclaim the pool is running on this consumer, if any */
   reclaiming: Promise<number> | null = null;
 
@@ -232,6 +234,8 @@ export class MemoryReservation {
   /** Reserves `bytes` if the pool has them; false means "free something and retry". */
   tryGrow(bytes: number): boolean {
     assertBytes(bytes);
+    // granted after free() (an abort while this consumer waited for memory), it was never given back
+    if (this.released) throw new ShuffleError('CS_ABORTED', `${this.name} has released its memory and left the pool (it was aborted or finished): it takes no more`);
     if (!this.pool._tryGrow(bytes)) return false;
     this.bytes += bytes;
     if (this.bytes > this.peakBytes) this.peakBytes = this.bytes;
@@ -276,6 +280,7 @@ export class MemoryReservation {
   /** Releases `bytes` of this reservation. */
   shrink(bytes: number): void {
     assertBytes(bytes);
+    if (this.released) return; // free() gave everything back: what a step still on its way releases is released already
     if (bytes > this.bytes) throw new RangeError(`${this.name} releases ${bytes} bytes but holds ${this.bytes}`);
     this.bytes -= bytes;
     this.pool._shrink(bytes);
@@ -288,9 +293,10 @@ export class MemoryReservation {
     return true;
   }
 
-  /** Releases everything and leaves the pool. */
+  /** Releases everything and leaves the pool for good: a later grow is refused (CS_ABORTED), a later shrink does nothing. */
   free(): void {
     if (this.bytes > 0) this.shrink(this.bytes);
+    this.released = true;
     this.pool._unregister(this);
   }
 }

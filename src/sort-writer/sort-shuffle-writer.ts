@@ -226,6 +226,7 @@ export class SortShuffleWriter implements Reclaimable {
         this.totalRows += batch.numRows;
       }
       this.totalBatches++;
+      if ((this.state as WriterState) === 'aborted') throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted while write() was running: the batch is not written');
     } catch (error) {
       if (this.state === 'aborted') {
         throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted while write() was running', {}, { cause: error });
@@ -507,6 +508,8 @@ export class SortShuffleWriter implements Reclaimable {
    */
   private async spill(): Promise<void> {
     while (this.spilling !== null) await this.spilling.catch(() => undefined);
+    // after the teardown a new spill file would outlive the writer
+    if (this.state === 'aborted') throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted');
     if (this.pointers.count === 0) return;
     const run = this.writeSpillRun();
     this.spilling = run;

@@ -277,6 +277,7 @@ export class ShuffleWriter implements Reclaimable {
       }
       this.totalBatches++;
       while (this.inFlightBytes > MAX_IN_FLIGHT_BYTES) await Promise.race(this.inFlight);
+      if ((this.state as WriterState) === 'aborted') throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted while write() was running: the batch is not written');
     } catch (error) {
       if (this.state === 'aborted') {
         // abort() was called while this write was running: that, not its side effects, is the story
@@ -660,6 +661,8 @@ export class ShuffleWriter implements Reclaimable {
    * took every cached payload that pointed at them. Returns the bytes released.
    */
   private async spillStore(extra?: ReadonlyMap<number, ExtraMessages>): Promise<number> {
+    // after the teardown a new spill file would outlive the writer
+    if (this.state === 'aborted') throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted');
     const retired = this.dictionaries?.retired ?? 0;
     const merging = this.store.merging; // then nothing is spilled, and the merge still reads them
     const released = await this.store.spill(extra);
