@@ -315,6 +315,7 @@ export class SortShuffleWriter implements Reclaimable {
    * Every step runs even when one fails; a file that cannot be removed then rejects it with CS_IO naming the file
    * (again on each call). A write() or finish() that fails aborts and reports its own error, not abort()'s.
    * Once finish() has begun to commit, abort() comes too late: it waits, the output stands and finish() returns.
+   * A write() it comes into rejects with CS_WRITER_CLOSED: its batch is not written.
    */
   abort(): Promise<void> {
     // a second abort() waits for the first: returned early, it let a caller exit with the files still there
