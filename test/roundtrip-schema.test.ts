@@ -107,7 +107,7 @@ describe('schema identity across in-memory and IPC-read batches', () => {
     try {
       await expect(writer.write(inMemoryBatch(new Decimal(3, 18, written), 10))).rejects.toMatchObject({
         code: 'CS_SCHEMA_MISMATCH',
-        message: expect.stringContaining(`of ${written} bits, expected ${bound}`),
+        message: expect.stringContaining(`Decimal${written}[18e+3], expected Decimal${bound}[18e+3]`),
       });
     } finally {
       await writer.abort();

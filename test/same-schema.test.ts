@@ -5,10 +5,10 @@
  * case (seed 31337, case 7038) gave one partition's union another mode, and the coalesced read
  * threw a TypeError. Those are compared on their own.
  */
-import { Bool, Decimal, Field, Int32, Schema, Union, Utf8, type DataType } from 'apache-arrow';
+import { Bool, Decimal, Dictionary, Field, Int32, List, Schema, Struct, Union, Utf8, type DataType } from 'apache-arrow';
 import { UnionMode } from 'apache-arrow/enum';
 import { expect, test } from 'vitest';
-import { sameSchema } from '../src/writer/same-schema.js';
+import { describeSchema, describeType, sameSchema, schemaDifference } from '../src/writer/same-schema.js';
 
 const children = () => [new Field('i', new Int32(), true), new Field('s', new Utf8(), true)];
 const schemaOf = (type: DataType) => new Schema([new Field('u', type, true)]);
@@ -37,4 +37,21 @@ test('other names, nullability or types are not', () => {
   expect(sameSchema(base, new Schema([new Field('b', new Bool(), true)]))).toBe(false);
   expect(sameSchema(base, new Schema([new Field('a', new Bool(), false)]))).toBe(false);
   expect(sameSchema(base, new Schema([new Field('a', new Int32(), true)]))).toBe(false);
+});
+
+test('describeType names each decimal\'s bit width, which arrow-js leaves out, at every depth and in dictionaries', () => {
+  const d = (bits: number) => new Decimal(2, 9, bits);
+  expect(String(d(32))).toBe(String(d(128))); // why describeType exists
+  expect(describeType(d(32))).toBe('Decimal32[9e+2]');
+  expect(describeType(d(256))).toBe('Decimal256[9e+2]');
+  const nested = new Struct([new Field('a', d(64)), new Field('b', new List(new Field('item', d(128)))), new Field('c', new Dictionary(d(32), new Int32()))]);
+  expect(describeType(nested)).toBe(String(nested).replace('Decimal[', 'Decimal64[').replace('Decimal[', 'Decimal128[').replace('Decimal[', 'Decimal32['));
+  expect(describeType(new Int32())).toBe('Int32');
+});
+
+test('a schema difference names the decimal widths that differ', () => {
+  const a = new Schema([new Field('k', new Struct([new Field('x', new Decimal(2, 9, 32))]))]);
+  const b = new Schema([new Field('k', new Struct([new Field('x', new Decimal(2, 9, 64))]))]);
+  expect(schemaDifference(a, b)).toContain('Decimal64[9e+2]');
+  expect(describeSchema(a)).toBe('{k: Struct<{x:Decimal32[9e+2]}> not null}');
 });

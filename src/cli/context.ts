@@ -1,5 +1,6 @@
 import type { Writable } from 'node:stream';
 import type { Schema } from 'apache-arrow';
+import { describeType } from '../writer/same-schema.js';
 
 /** Where a command writes; tests inject their own streams. */
 export interface CliIO {
@@ -99,5 +100,5 @@ export function roundMs(ms: number): number {
 
 /** "key: Int64 not null, label: Utf8" */
 export function describeSchema(schema: Schema): string {
-  return schema.fields.map((f) => `${f.name}: ${String(f.type)}${f.nullable ? '' : ' not null'}`).join(', ');
+  return schema.fields.map((f) => `${f.name}: ${describeType(f.type)}${f.nullable ? '' : ' not null'}`).join(', ');
 }

@@ -1,6 +1,7 @@
 import { MessageHeader } from 'apache-arrow/enum';
 import type { Schema } from 'apache-arrow';
 import { ShuffleError, type ErrorLocation } from '../errors.js';
+import { describeType } from '../writer/same-schema.js';
 import { outputPaths } from '../format/output-files.js';
 import { ShuffleReader } from '../reader/shuffle-reader.js';
 import { isRowPartition } from '../sort-writer/row-format.js';
@@ -56,7 +57,7 @@ export async function inspectCommand(args: string[], ctx: CliContext): Promise<n
       prefix,
       paths,
       writer,
-      schema: schema?.fields.map((f) => ({ name: f.name, type: String(f.type), nullable: f.nullable })) ?? null,
+      schema: schema?.fields.map((f) => ({ name: f.name, type: describeType(f.type), nullable: f.nullable })) ?? null,
       codec,
       partitions: reader.numPartitions,
       bytes: lengths.reduce((a, b) => a + b, 0),

@@ -5,7 +5,7 @@ import { DecodedDictionaries } from './key-hash.js';
 import { KeyDigits, rowDigitsOf, valueTypeOf } from './key-digits.js';
 import type { KeyOrder } from './key-ranks.js';
 import type { Partitioner } from './partitioner.js';
-import { sameType } from './same-schema.js';
+import { describeType, sameType } from './same-schema.js';
 
 /** A key column of a range partitioning and its order (Spark's SortOrder; default ascending, nulls first). */
 export interface RangeKey {
@@ -165,7 +165,7 @@ function boundChunks(table: Table, column: string, keyType: DataType): Data[] {
   const type = valueTypeOf(vector.type as DataType);
   const valueType = valueTypeOf(keyType);
   if (!sameType(type, valueType)) {
-    throw new ShuffleError('CS_INVALID_ARGUMENT', `the range bounds' column "${column}" is ${String(type)}, the key's values are ${String(valueType)}`, { column });
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `the range bounds' column "${column}" is ${describeType(type)}, the key's values are ${describeType(valueType)}`, { column });
   }
   // an empty table's struct chunk may have no children at all
   return (vector.data as Data[]).filter((chunk) => chunk.length > 0);

@@ -1,4 +1,4 @@
-import type { DataType, Field, Schema } from 'apache-arrow';
+import { Type, type DataType, type Decimal, type Dictionary, type Field, type Schema } from 'apache-arrow';
 
 /**
  * Whether two schemas describe the same columns: names, nullability and types.
@@ -29,7 +29,25 @@ export function schemaDifference(expected: Schema, got: Schema): string | null {
 
 /** "{a: Int32, b: Utf8 not null}" */
 export function describeSchema(schema: Schema): string {
-  return `{${schema.fields.map((f) => `${f.name}: ${String(f.type)}${f.nullable ? '' : ' not null'}`).join(', ')}}`;
+  return `{${schema.fields.map((f) => `${f.name}: ${describeType(f.type)}${f.nullable ? '' : ' not null'}`).join(', ')}}`;
+}
+
+/**
+ * arrow-js's String(type) with each decimal's bit width, which it leaves out:
+ * "Struct<{d:Decimal[9e+2]}>" becomes "Struct<{d:Decimal32[9e+2]}>", so a
+ * decimal32 and a decimal128 column no longer print alike.
+ */
+export function describeType(type: DataType): string {
+  const widths = decimalWidths(type);
+  let k = 0;
+  return String(type).replace(/Decimal\[/g, () => `Decimal${widths[k++] ?? ''}[`);
+}
+
+/** The bit widths of the decimals in a type, in the order String(type) prints them. */
+function decimalWidths(type: DataType): number[] {
+  if (type.typeId === Type.Decimal) return [(type as Decimal).bitWidth];
+  if (type.typeId === Type.Dictionary) return decimalWidths((type as Dictionary).dictionary);
+  return (type.children ?? []).flatMap((child) => decimalWidths(child.type));
 }
 
 function fieldDifference(a: Field, b: Field, path: string): string | null {
@@ -50,7 +68,7 @@ export function sameType(a: DataType, b: DataType): boolean {
 
 /** The children first, so that the difference is named where it is (the parents print differently too). */
 function typeDifference(a: DataType, b: DataType, path: string): string | null {
-  const different = `${path}: ${String(b)}, expected ${String(a)}`;
+  const different = `${path}: ${describeType(b)}, expected ${describeType(a)}`;
   if (a.typeId !== b.typeId) return different;
   const ac = a.children ?? [];
   const bc = b.children ?? [];
@@ -62,7 +80,7 @@ function typeDifference(a: DataType, b: DataType, path: string): string | null {
   if (String(a) !== String(b)) return different;
   const x = a as UnprintedParameters;
   const y = b as UnprintedParameters;
-  if (x.bitWidth !== y.bitWidth) return `${path}: ${String(b)} of ${y.bitWidth} bits, expected ${x.bitWidth}`;
+  if (x.bitWidth !== y.bitWidth) return different; // a decimal's: describeType prints it
   if (x.mode !== y.mode) return `${path}: a ${UNION_MODES[y.mode!] ?? y.mode} union, expected ${UNION_MODES[x.mode!] ?? x.mode}`;
   if (String(x.typeIds) !== String(y.typeIds)) return `${path}: union type ids [${String(y.typeIds)}], expected [${String(x.typeIds)}]`;
   return null;
