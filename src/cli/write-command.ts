@@ -98,7 +98,7 @@ function parse(args: string[]): WriteArgs {
 
 /** `COL`, `COL:desc`, `COL:asc:nulls-last`: a range key and its order (Spark's defaults: ascending, nulls first when ascending). */
 function rangeKeyOf(spec: string): RangeKey {
-  const [column, ...modifiers] = spec.split(':');
+  const [column, ...modifiers] = spec.split(':').map((piece) => piece.trim()); // ' k : desc ' as the keys are trimmed
   const key: { column: string; descending?: boolean; nullsFirst?: boolean } = { column: column! };
   for (const modifier of modifiers) {
     if (modifier === 'asc' || modifier === 'desc') key.descending = modifier === 'desc';
