@@ -110,6 +110,18 @@ describe('pinned mutations (found by the fuzzer)', () => {
     });
   });
 
+  // npm run fuzz -- --seed 27182818 --case 479: six bytes copied into a sort-writer partition's schema left a field
+  // without a type, and restoring its empty names ("" for an absent one) before the schema was checked whole was a
+  // TypeError; the names are now restored once it is
+  test('a schema describing a field without a type is a ShuffleError, its names restored only once it is whole', async () => {
+    const pinned = join(dir, 'pinned');
+    await mkdir(pinned);
+    const base = (await buildBases(pinned, 27182818, 5))[4]!;
+    expect(base.label).toMatch(/^base 4: sort writer, zstd, P=4/);
+    const result = await runCase(join(dir, 'cases'), base, [{ kind: 'splice', from: 1137795928, to: 207826157, length: 6 }], CASE_TIMEOUT_MS);
+    expect(result.violations.map(describeViolation)).toEqual([]);
+  });
+
   test('an index that makes a non-empty partition empty is caught by its checksum', async () => {
     await expectNoViolation((b) => (b.numPartitions >= 2 && b.rows[0]!.length > 0 ? [{ kind: 'index-entry', entry: 1, value: 0, random: 0 }] : null));
   });

@@ -35,8 +35,9 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
   if (first.message.headerType !== MessageHeader.Schema) {
     throw messages.corrupt('the stream does not start with a schema message', first.start);
   }
-  const schema = restoreEmptyFieldNames(first.header as Schema);
+  const schema = first.header as Schema;
   assertUsableSchema(schema, messages);
+  restoreEmptyFieldNames(schema); // once it is known to be whole
   const version = first.message.version;
   const dictionaries = new Map<number, Vector>();
 
@@ -223,9 +224,9 @@ export function readIpcSchema(bytes: Uint8Array, where: ErrorLocation = {}): Sch
   if (first === null || first.message.headerType !== MessageHeader.Schema) {
     throw messages.corrupt('the stream does not start with a schema message', 0);
   }
-  const schema = restoreEmptyFieldNames(first.header as Schema);
+  const schema = first.header as Schema;
   assertUsableSchema(schema, messages);
-  return schema;
+  return restoreEmptyFieldNames(schema); // once it is known to be whole
 }
 
 interface RawMessage {
