@@ -93,10 +93,11 @@ export interface ShuffleWriterOptions {
    */
   minCompressionSavings?: number;
   /**
-   * The most bytes of input rows gathered from small batches before they are split
+   * About how many bytes of input rows are gathered from small batches before they are split
    * (input-staging.ts): batches that bring fewer than 16 rows to each partition
-   * (8,192 rows above P = 512) are staged until they bring 64; 0 splits every batch as
-   * it comes. Default 8 MiB with an unbounded pool, 0 under a limit: staged rows cannot
+   * (8,192 rows above P = 512) are staged until they bring 64 (a row count sized on the
+   * first batch's rows), or their bytes pass twice this (wider rows later); a batch of more
+   * than a quarter of it is split as it comes; 0 splits every batch as it comes. Default 8 MiB with an unbounded pool, 0 under a limit: staged rows cannot
    * be spilled, and three writers on a 4 MiB pool then sometimes ran out of memory.
    * With a bounded pool, at most an eighth of the writer's share (MAX_STAGING_SHARE):
    * 16 MiB of staging on a 4 MiB pool failed with CS_MEMORY_LIMIT.
