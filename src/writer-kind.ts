@@ -27,7 +27,10 @@ export interface AnyShuffleWriter {
   readonly schema: Schema | null;
   write(batch: RecordBatch): Promise<void>;
   finish(): Promise<ShuffleWriteResult>;
-  /** Removes every file the writer made and releases its memory; once that is done, the promise resolves, also for a second call while the first runs. */
+  /**
+   * Removes every file the writer made and releases its memory; once that is done, the promise resolves, also for a
+   * second call while the first runs. Once finish() has begun to commit, it waits for the commit, which stands.
+   */
   abort(): Promise<void>;
 }
 

@@ -156,4 +156,9 @@ describe('readIpcSchema refuses types arrow-js cannot read, naming the field', (
   ])('%s is CS_CORRUPT_DATA', (_, type, problem) => {
     expect(schemaFailure(type)).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining(`the schema message describes ${problem}`) });
   });
+
+  test('a field named "" is named "" in the error (arrow-js decodes its absent name as null)', () => {
+    const bytes = new Uint8Array(Buffer.concat([encodeSchemaMessage(new Schema([new Field('', new Decimal(2, 4, 16), true)])), END_OF_STREAM]));
+    expect(() => readIpcSchema(bytes)).toThrow('the schema message describes field "" has a bit width of 16');
+  });
 });

@@ -14,6 +14,9 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import {
   DateDay,
   Decimal,
+  Dictionary,
+  makeData,
+  makeVector,
   DurationSecond,
   Float64,
   Int32,
@@ -30,6 +33,7 @@ import {
   type RecordBatch,
 } from 'apache-arrow';
 import { ShuffleWriter } from '../src/writer/shuffle-writer.js';
+import { createShuffleWriter } from '../src/writer-kind.js';
 import { batchOf, buildColumn, schemaOf } from './support/columns.js';
 import { Rng } from './support/random.js';
 import { firstDifference, makeTempDir, removeDir, runShuffle } from './support/shuffle-harness.js';
@@ -108,6 +112,26 @@ describe('schema identity across in-memory and IPC-read batches', () => {
       await expect(writer.write(inMemoryBatch(new Decimal(3, 18, written), 10))).rejects.toMatchObject({
         code: 'CS_SCHEMA_MISMATCH',
         message: expect.stringContaining(`Decimal${written}[18e+3], expected Decimal${bound}[18e+3]`),
+      });
+    } finally {
+      await writer.abort();
+    }
+  });
+
+  // Regression: a dictionary's type carries no width of its own and prints alike for both, so the second batch was taken,
+  // and its decimal32 values 7 and 8 read back as 34359738375 and 0
+  test.each(['hash', 'sort'] as const)('the %s writer refuses a batch of a decimal32 dictionary after one of a decimal128 dictionary', async (kind) => {
+    const dictionaryBatch = (bits: 32 | 128, words: Uint32Array) => {
+      const type = new Dictionary(new Decimal(2, 9, bits), new Int32(), 7);
+      const values = makeData({ type: new Decimal(2, 9, bits), length: 2, data: words });
+      return batchOf(schemaOf([{ name: 'd', type }]), [makeData({ type, length: 2, data: Int32Array.of(0, 1), dictionary: makeVector(values) })], 2);
+    };
+    const writer = await createShuffleWriter(kind, { numPartitions: 1, partitioning: { kind: 'single' }, outputPrefix: join(dir, 'dict') });
+    try {
+      await writer.write(dictionaryBatch(128, Uint32Array.of(5, 0, 0, 0, 6, 0, 0, 0)));
+      await expect(writer.write(dictionaryBatch(32, Uint32Array.of(7, 8)))).rejects.toMatchObject({
+        code: 'CS_SCHEMA_MISMATCH',
+        message: expect.stringContaining('Dictionary<Int32, Decimal32[9e+2]>, expected Dictionary<Int32, Decimal128[9e+2]>'),
       });
     } finally {
       await writer.abort();

@@ -55,3 +55,18 @@ test('a schema difference names the decimal widths that differ', () => {
   expect(schemaDifference(a, b)).toContain('Decimal64[9e+2]');
   expect(describeSchema(a)).toBe('{k: Struct<{x:Decimal32[9e+2]}> not null}');
 });
+
+test('describeType prints containers as arrow-js does, with the widths of the decimals inside, whatever the field names hold', () => {
+  const d = (bits: number) => new Decimal(2, 9, bits);
+  // the width once went onto a field name holding "Decimal[" (the printed type was patched as text)
+  expect(describeType(new Struct([new Field('Decimal[x', new Int32()), new Field('d', d(64))]))).toBe('Struct<{Decimal[x:Int32, d:Decimal64[9e+2]}>');
+  const types: DataType[] = [new List(new Field('item', new Utf8())), new Struct([new Field('a', new Int32()), new Field('b', new Bool())]), new Dictionary(new Utf8(), new Int32())];
+  for (const type of types) expect(describeType(type)).toBe(String(type));
+});
+
+test('dictionaries of decimals of other widths are not the same type (a decimal32 dictionary was taken for a decimal128 one, and its values read back wrong)', () => {
+  const dictionaryOf = (bits: number) => new Dictionary(new Decimal(2, 9, bits), new Int32());
+  expect(sameSchema(new Schema([new Field('d', dictionaryOf(128))]), new Schema([new Field('d', dictionaryOf(32))]))).toBe(false);
+  expect(schemaDifference(new Schema([new Field('d', dictionaryOf(128))]), new Schema([new Field('d', dictionaryOf(32))]))).toContain('Dictionary<Int32, Decimal32[9e+2]>, expected Dictionary<Int32, Decimal128[9e+2]>');
+  expect(sameSchema(new Schema([new Field('d', dictionaryOf(64))]), new Schema([new Field('d', dictionaryOf(64))]))).toBe(true);
+});

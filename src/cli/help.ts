@@ -32,8 +32,9 @@ Options:
 Errors are one line on stderr, 'columnar-shuffle: error CS_<CODE>: <message>',
 with a stable code. Exit status: 0 success, 1 the operation failed,
 2 a usage error (unknown option, missing or bad value), 130 interrupted.
-SIGINT, SIGTERM or SIGHUP stops a command and removes the files it made; a
-second signal exits at once and may leave temporary files: see 'clean'.
+SIGINT, SIGTERM or SIGHUP stops a command and removes the files it made (not
+once its output is being committed: it then stands); a second signal exits at
+once and may leave temporary files: see 'clean'.
 `;
 
 export const WRITE_HELP = `Usage: columnar-shuffle write <input> --partitions N --output PREFIX [options]

@@ -128,7 +128,7 @@ function fieldsProblem(fields: readonly Schema['fields'][number][]): string | nu
   for (const field of fields) {
     if (field === null || field === undefined || field.type === null || field.type === undefined) return 'a field without a type';
     const found = typeProblem(field.type);
-    if (found !== null) return `field "${field.name}" ${found}`;
+    if (found !== null) return `field "${field.name ?? ''}" ${found}`; // (an absent name is "": its restoring comes after this check)
   }
   return null;
 }

@@ -31,7 +31,8 @@ export interface Reclaimable {
  *    retry) or `await r.grow(n)`, which asks reclaimable consumers, largest first,
  *    to free memory and fails with `MemoryLimitError` only when nothing more can
  *    be freed;
- * 3. after dropping: `r.shrink(n)`; at the end `r.free()` (also unregisters).
+ * 3. after dropping: `r.shrink(n)`; at the end `r.free()` (also unregisters; a grow after it,
+ *    from a step still on its way, throws CS_ABORTED, and a shrink does nothing).
  *
  * Large buffers go through `recycler` (memory/buffer-recycler.ts): allocated
  * with `take` after reserving, given back with `give` before releasing. Its
@@ -231,7 +232,7 @@ export class MemoryReservation {
     return this.peakBytes;
   }
 
-  /** Reserves `bytes` if the pool has them; false means "free something and retry". */
+  /** Reserves `bytes` if the pool has them; false means "free something and retry". After free(), throws CS_ABORTED. */
   tryGrow(bytes: number): boolean {
     assertBytes(bytes);
     // granted after free() (an abort while this consumer waited for memory), it was never given back
@@ -254,7 +255,7 @@ export class MemoryReservation {
   /**
    * Reserves `bytes`, asking reclaimable consumers (other ones first, this one
    * last) to free memory when the pool is short. Throws MemoryLimitError when
-   * not enough can be freed.
+   * not enough can be freed, and CS_ABORTED when free() came first (also while it waited).
    */
   async grow(bytes: number): Promise<void> {
     if (this.tryGrow(bytes)) return;

@@ -37,7 +37,8 @@ export interface MapOutputWriterOptions extends Omit<SortShuffleWriterOptions, '
  *
  * Guarantees: nothing has a final name until `finish()` commits (the index is
  * renamed last); any failed `write` or `finish` aborts the attempt, and abort
- * removes every file of the attempt, the spill directory included. A killed attempt cannot clean up:
+ * removes every file of the attempt, the spill directory included (an abort
+ * once `finish()` has begun to commit waits for it, and the output stands). A killed attempt cannot clean up:
  * `discardMapOutput(dir, id)` removes what it left. An attempt number is used
  * once: `create` fails with CS_OUTPUT_EXISTS when that attempt already committed.
  */

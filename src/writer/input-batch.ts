@@ -3,7 +3,7 @@ import { ShuffleError } from '../errors.js';
 import { columnInconsistency } from '../format/validate-column.js';
 import { layoutOfType } from './column-layout.js';
 import { assertDictionaryIndices } from './dictionary-indices.js';
-import { sameType } from './same-schema.js';
+import { describeType, sameType } from './same-schema.js';
 
 /**
  * Refuses, with CS_INVALID_ARGUMENT, what a writer cannot take as an input
@@ -37,7 +37,7 @@ export function assertInputBatch(batch: unknown, call: string): asserts batch is
     if (hasRows) assertColumnData(columns[i], field.name);
     const type = columns[i]!.type as DataType;
     if (type !== field.type && !sameType(type, field.type as DataType)) {
-      throw new ShuffleError('CS_INVALID_ARGUMENT', `column ${i} ("${field.name}") of the batch holds ${String(type)} data, its schema says ${String(field.type)}`, { column: field.name });
+      throw new ShuffleError('CS_INVALID_ARGUMENT', `column ${i} ("${field.name}") of the batch holds ${describeType(type)} data, its schema says ${describeType(field.type as DataType)}`, { column: field.name });
     }
     const layout = hasRows ? layoutOfType(type) : null; // (null for a type no writer takes: refused with the schema)
     if (layout === null) return;

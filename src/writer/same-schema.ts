@@ -1,4 +1,4 @@
-import { Type, type DataType, type Decimal, type Dictionary, type Field, type Schema } from 'apache-arrow';
+import { Type, type DataType, type Decimal, type Field, type Schema } from 'apache-arrow';
 
 /**
  * Whether two schemas describe the same columns: names, nullability and types.
@@ -35,19 +35,32 @@ export function describeSchema(schema: Schema): string {
 /**
  * arrow-js's String(type) with each decimal's bit width, which it leaves out:
  * "Struct<{d:Decimal[9e+2]}>" becomes "Struct<{d:Decimal32[9e+2]}>", so a
- * decimal32 and a decimal128 column no longer print alike.
+ * decimal32 and a decimal128 column no longer print alike. Containers are
+ * printed as arrow-js prints them, around their children described alike.
  */
 export function describeType(type: DataType): string {
-  const widths = decimalWidths(type);
-  let k = 0;
-  return String(type).replace(/Decimal\[/g, () => `Decimal${widths[k++] ?? ''}[`);
-}
-
-/** The bit widths of the decimals in a type, in the order String(type) prints them. */
-function decimalWidths(type: DataType): number[] {
-  if (type.typeId === Type.Decimal) return [(type as Decimal).bitWidth];
-  if (type.typeId === Type.Dictionary) return decimalWidths((type as Dictionary).dictionary);
-  return (type.children ?? []).flatMap((child) => decimalWidths(child.type));
+  const t = type as DataType & { children?: Field[]; valueType?: DataType; listSize?: number; dictionary?: DataType; indices?: DataType };
+  const fields = (children: readonly Field[]) => children.map((f) => `${f.name}:${describeType(f.type)}`).join(', ');
+  switch (type.typeId) {
+    case Type.Decimal:
+      return String(type).replace('Decimal[', `Decimal${(type as Decimal).bitWidth}[`);
+    case Type.List:
+      return `List<${describeType(t.valueType!)}>`;
+    case Type.LargeList:
+      return `LargeList<${describeType(t.valueType!)}>`;
+    case Type.FixedSizeList:
+      return `FixedSizeList[${t.listSize}]<${describeType(t.valueType!)}>`;
+    case Type.Struct:
+      return `Struct<{${fields(t.children!)}}>`;
+    case Type.Map:
+      return `Map<{${fields(t.children![0]!.type.children)}}>`;
+    case Type.Union:
+      return `${String(type).slice(0, String(type).indexOf('<'))}<${t.children!.map((f) => describeType(f.type)).join(' | ')}>`;
+    case Type.Dictionary:
+      return `Dictionary<${String(t.indices)}, ${describeType(t.dictionary!)}>`;
+    default:
+      return String(type);
+  }
 }
 
 function fieldDifference(a: Field, b: Field, path: string): string | null {
@@ -77,7 +90,8 @@ function typeDifference(a: DataType, b: DataType, path: string): string | null {
     const difference = fieldDifference(child, bc[i]!, `${path}.${child.name}`);
     if (difference !== null) return difference;
   }
-  if (String(a) !== String(b)) return different;
+  // describeType, not String: decimal widths too, also in a dictionary's values (a decimal32 dictionary was taken for a decimal128 one)
+  if (describeType(a) !== describeType(b)) return different;
   const x = a as UnprintedParameters;
   const y = b as UnprintedParameters;
   if (x.bitWidth !== y.bitWidth) return different; // a decimal's: describeType prints it
