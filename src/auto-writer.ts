@@ -3,7 +3,7 @@ import { ShuffleError } from './errors.js';
 import { SortShuffleWriter, type SortShuffleWriterOptions } from './sort-writer/sort-shuffle-writer.js';
 import { assertInputBatch } from './writer/input-batch.js';
 import { ShuffleWriter } from './writer/shuffle-writer.js';
-import { OneCallAtATime, type WriterState } from './writer/writer-calls.js';
+import { OneCallAtATime, writerAborted, type WriterState } from './writer/writer-calls.js';
 import type { ShuffleWriteResult } from './writer/writer-options.js';
 import type { AnyShuffleWriter, WriterKind } from './writer-kind.js';
 
@@ -149,7 +149,7 @@ export class AutoShuffleWriter implements AnyShuffleWriter {
   }
 
   private throwIfAborted(): void {
-    if (this.state === 'aborted') throw new ShuffleError('CS_WRITER_CLOSED', 'cannot write: the writer was aborted while write() was running');
+    if (this.state === 'aborted') throw writerAborted('while write() was running');
   }
 
   finish(): Promise<ShuffleWriteResult> {

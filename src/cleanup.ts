@@ -1,7 +1,8 @@
-import { lstat, readdir, unlink } from 'node:fs/promises';
+import { lstat, readdir } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { ioError, ShuffleError } from './errors.js';
 import { outputPaths } from './format/output-files.js';
+import { removeFile } from './remove-file.js';
 
 /** What {@link removeLeftovers} is asked to clean; at least one field must be given. */
 export interface LeftoverLocations {
@@ -86,15 +87,8 @@ export async function removeLeftovers(locations: LeftoverLocations): Promise<str
     for (const name of await regularFiles(spillDir, 'spill')) if (SPILL_NAME.test(name)) doomed.add(join(spillDir, name));
   }
   const removed: string[] = [];
-  for (const path of [...doomed].sort()) {
-    try {
-      await unlink(path);
-      removed.push(path);
-    } catch (cause) {
-      if ((cause as NodeJS.ErrnoException).code === 'ENOENT') continue; // gone meanwhile: not ours to report
-      throw ioError('remove a leftover file', path, cause);
-    }
-  }
+  // a file gone meanwhile is not ours to report
+  for (const path of [...doomed].sort()) if (await removeFile(path, 'a leftover file')) removed.push(path);
   return removed;
 }
 

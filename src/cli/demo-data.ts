@@ -1,4 +1,5 @@
-import { Field, Float64, Int32, Int64, List, makeData, Map_, RecordBatch, Schema, Struct, Utf8, type Data } from 'apache-arrow';
+import { Field, Float64, Int32, Int64, List, makeData, Map_, RecordBatch, Schema, Struct, Utf8 } from 'apache-arrow';
+import { batchBufferBytes } from '../writer/input-staging.js';
 
 /**
  * The standard narrow shape: int64 key, float64, utf8 of ~20 bytes, int32 with 10 % nulls.
@@ -45,15 +46,7 @@ export function narrowBatch(rows: number, seed: number): RecordBatch {
 }
 
 /** Bytes of the batch's buffers as Arrow holds them (the uncompressed size of the data), nested children included. */
-export function batchBytes(batch: RecordBatch): number {
-  const bytesOf = (data: Data): number => {
-    let total = 0;
-    for (const buffer of [data.values, data.valueOffsets, data.nullBitmap, data.typeIds]) total += (buffer as ArrayBufferView | undefined)?.byteLength ?? 0;
-    for (const child of data.children) total += bytesOf(child);
-    return total;
-  };
-  return batch.data.children.reduce((sum, child) => sum + bytesOf(child), 0);
-}
+export const batchBytes: (batch: RecordBatch) => number = batchBufferBytes;
 
 /**
  * The nested shape `npm run bench` measures: int64 key, list<int32> (0-6 items, 10 % null

@@ -4,7 +4,8 @@ import { access, lstat, open, rename, rm, stat, type FileHandle } from 'node:fs/
 import { dirname, resolve } from 'node:path';
 import { crc32c } from '@node-rs/crc32';
 import { ioError, ShuffleError } from '../errors.js';
-import { removeFile, runEveryStep } from '../remove-file.js';
+import { removeFile } from '../remove-file.js';
+import { runEveryStep } from '../run-every-step.js';
 import { writeChunks } from './write-chunks.js';
 
 /**

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import type { RecordBatch } from 'apache-arrow';
 import { ioError } from '../errors.js';
 import { assertDirectory } from '../format/output-files.js';
-import { runEveryStep } from '../remove-file.js';
+import { runEveryStep } from '../run-every-step.js';
 import type { SortShuffleWriterOptions } from '../sort-writer/sort-shuffle-writer.js';
 import { assertWriterChoice, createShuffleWriter, type AnyShuffleWriter, type WriterChoice } from '../writer-kind.js';
 import { assertMapOutputId, mapOutputPrefix, mapOutputSpillDir, type MapOutputId } from './map-output-id.js';

@@ -1,7 +1,8 @@
-import { readdir, rmdir, unlink } from 'node:fs/promises';
+import { readdir, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { removeLeftovers } from '../cleanup.js';
 import { ioError, ShuffleError } from '../errors.js';
+import { removeFile } from '../remove-file.js';
 import { outputPaths } from '../format/output-files.js';
 import { assertMapOutputId, mapOutputPrefix, mapOutputSpillDir, parseMapOutputName, type MapOutputId } from './map-output-id.js';
 
@@ -30,7 +31,7 @@ export async function discardMapOutput(dir: string, id: MapOutputId, options: Sh
   const prefix = mapOutputPrefix(dir, id);
   const paths = outputPaths(prefix);
   const removed: string[] = [];
-  for (const path of [paths.index, paths.data, paths.checksum]) if (await removeFile(path)) removed.push(path);
+  for (const path of [paths.index, paths.data, paths.checksum]) if (await removeFile(path, 'a shuffle file')) removed.push(path);
   removed.push(...(await removeLeftovers({ outputPrefix: prefix })));
   removed.push(...(await removeSpillDir(mapOutputSpillDir(options.spillRoot ?? dir, id))));
   return removed.sort();
@@ -57,7 +58,7 @@ export async function removeShuffleFiles(dir: string, shuffleId: number, options
     .filter((e) => e.isFile() && isFileOf(e.name, shuffleId))
     .map((e) => e.name)
     .sort((a, b) => Number(b.endsWith('.index')) - Number(a.endsWith('.index')));
-  for (const name of files) if (await removeFile(join(dir, name))) removed.push(join(dir, name));
+  for (const name of files) if (await removeFile(join(dir, name), 'a shuffle file')) removed.push(join(dir, name));
   for (const e of await entries(spillRoot)) {
     const parsed = e.isDirectory() ? parseMapOutputName(e.name) : null;
     if (parsed !== null && parsed.id.shuffleId === shuffleId && parsed.suffix === SPILL_DIR_SUFFIX) {
@@ -90,16 +91,6 @@ export async function removeSpillDir(spillDir: string): Promise<string[]> {
     if (errno !== 'ENOENT' && errno !== 'ENOTEMPTY' && errno !== 'EEXIST') throw ioError('remove the spill directory', spillDir, cause);
   }
   return removed;
-}
-
-async function removeFile(path: string): Promise<boolean> {
-  try {
-    await unlink(path);
-    return true;
-  } catch (cause) {
-    if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw ioError('remove', path, cause);
-  }
 }
 
 async function entries(dir: string) {

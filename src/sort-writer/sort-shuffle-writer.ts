@@ -1,7 +1,7 @@
 import { tmpdir } from 'node:os';
 import { Schema, type RecordBatch, type Vector } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
-import { runEveryStep } from '../remove-file.js';
+import { runEveryStep } from '../run-every-step.js';
 import { codecByName, type Codec, type CodecName } from '../format/codec.js';
 import { CompressionAdvisor, DEFAULT_MIN_SAVINGS } from '../format/compression-advisor.js';
 import { assertDirectory, DataFileWriter } from '../format/output-files.js';
@@ -11,7 +11,7 @@ import { MERGE_WINDOW_SHARE, mergeBufferBytes, reserveMergeWindows, SpillFile, w
 import { columnIndex } from '../writer/column-index.js';
 import { collectWritableDictionaries } from '../writer/dictionary-indices.js';
 import { assertWritableSchema, assertInputBatch } from '../writer/input-batch.js';
-import { OneCallAtATime, type WriterState } from '../writer/writer-calls.js';
+import { OneCallAtATime, writerAborted, type WriterState } from '../writer/writer-calls.js';
 import { createPartitioner, type Partitioner } from '../writer/partitioner.js';
 import { PartitionRows } from '../writer/partition-rows.js';
 import { describeSchema, sameSchema, schemaDifference } from '../writer/same-schema.js';
@@ -226,17 +226,15 @@ export class SortShuffleWriter implements Reclaimable {
         this.totalRows += batch.numRows;
       }
       this.totalBatches++;
-      if ((this.state as WriterState) === 'aborted') throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted while write() was running: the batch is not written');
     } catch (error) {
-      if (this.state === 'aborted') {
-        throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted while write() was running', {}, { cause: error });
-      }
+      if (this.state === 'aborted') throw writerAborted('while write() was running', error);
       if (error instanceof ShuffleError && error.code === 'CS_PARTITION_ID_OUT_OF_RANGE') throw error;
       await this.abort().catch(() => undefined);
       throw error;
     } finally {
       this.writing = false;
     }
+    if ((this.state as WriterState) === 'aborted') throw writerAborted('while write() was running: the batch is not written');
   }
 
   /** Sorts and writes the rows in memory after each partition's spilled blocks into the data file, writes the index and checksums and commits. */
@@ -280,7 +278,7 @@ export class SortShuffleWriter implements Reclaimable {
       // rather than a finish() whose output is committed
       await this.spillFile?.delete();
       // an abort() from here on waits for the commit, which then stands (DataFileWriter.abort)
-      if ((this.state as WriterState) === 'aborted') throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted while finish() was running');
+      if ((this.state as WriterState) === 'aborted') throw writerAborted('while finish() was running');
       const { partitionLengths, checksums, bytesWritten } = await this.output.commit();
       const result: ShuffleWriteResult = {
         paths: this.output.paths,
@@ -302,9 +300,7 @@ export class SortShuffleWriter implements Reclaimable {
       this.state = 'finished';
       return result;
     } catch (error) {
-      if ((this.state as WriterState) === 'aborted') {
-        throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted while finish() was running', {}, { cause: error });
-      }
+      if ((this.state as WriterState) === 'aborted') throw writerAborted('while finish() was running', error);
       await this.abort().catch(() => undefined);
       throw error;
     }
@@ -510,7 +506,7 @@ export class SortShuffleWriter implements Reclaimable {
   private async spill(): Promise<void> {
     while (this.spilling !== null) await this.spilling.catch(() => undefined);
     // after the teardown a new spill file would outlive the writer
-    if (this.state === 'aborted') throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted');
+    if (this.state === 'aborted') throw writerAborted('before a spill');
     if (this.pointers.count === 0) return;
     const run = this.writeSpillRun();
     this.spilling = run;

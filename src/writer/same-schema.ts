@@ -1,4 +1,4 @@
-import { Type, type DataType, type Decimal, type Field, type Schema } from 'apache-arrow';
+import { Type, type DataType, type Decimal, type Dictionary, type Field, type Schema } from 'apache-arrow';
 
 /**
  * Whether two schemas describe the same columns: names, nullability and types.
@@ -55,7 +55,7 @@ export function describeType(type: DataType): string {
     case Type.Map:
       return `Map<{${fields(t.children![0]!.type.children)}}>`;
     case Type.Union:
-      return `${String(type).slice(0, String(type).indexOf('<'))}<${t.children!.map((f) => describeType(f.type)).join(' | ')}>`;
+      return `${(type as { [Symbol.toStringTag]: string })[Symbol.toStringTag]}<${t.children!.map((f) => describeType(f.type)).join(' | ')}>`;
     case Type.Dictionary:
       return `Dictionary<${String(t.indices)}, ${describeType(t.dictionary!)}>`;
     default:
@@ -81,8 +81,8 @@ export function sameType(a: DataType, b: DataType): boolean {
 
 /** The children first, so that the difference is named where it is (the parents print differently too). */
 function typeDifference(a: DataType, b: DataType, path: string): string | null {
-  const different = `${path}: ${describeType(b)}, expected ${describeType(a)}`;
-  if (a.typeId !== b.typeId) return different;
+  const different = () => `${path}: ${describeType(b)}, expected ${describeType(a)}`;
+  if (a.typeId !== b.typeId) return different();
   const ac = a.children ?? [];
   const bc = b.children ?? [];
   if (ac.length !== bc.length) return `${path}: ${bc.length} children, expected ${ac.length}`;
@@ -90,11 +90,13 @@ function typeDifference(a: DataType, b: DataType, path: string): string | null {
     const difference = fieldDifference(child, bc[i]!, `${path}.${child.name}`);
     if (difference !== null) return difference;
   }
-  // describeType, not String: decimal widths too, also in a dictionary's values (a decimal32 dictionary was taken for a decimal128 one)
-  if (describeType(a) !== describeType(b)) return different;
+  // a dictionary's children are its value type's: the value type's own parameters (a decimal's width, which String
+  // leaves out) are compared here; a decimal32 dictionary was taken for a decimal128 one
+  if (a.typeId === Type.Dictionary && typeDifference((a as Dictionary).dictionary, (b as Dictionary).dictionary, path) !== null) return different();
+  if (String(a) !== String(b)) return different();
   const x = a as UnprintedParameters;
   const y = b as UnprintedParameters;
-  if (x.bitWidth !== y.bitWidth) return different; // a decimal's: describeType prints it
+  if (x.bitWidth !== y.bitWidth) return different(); // a decimal's, which String leaves out
   if (x.mode !== y.mode) return `${path}: a ${UNION_MODES[y.mode!] ?? y.mode} union, expected ${UNION_MODES[x.mode!] ?? x.mode}`;
   if (String(x.typeIds) !== String(y.typeIds)) return `${path}: union type ids [${String(y.typeIds)}], expected [${String(x.typeIds)}]`;
   return null;

@@ -1,7 +1,7 @@
 import { tmpdir } from 'node:os';
 import { Schema, type RecordBatch, type Vector } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
-import { runEveryStep } from '../remove-file.js';
+import { runEveryStep } from '../run-every-step.js';
 import { codecByName, type Codec } from '../format/codec.js';
 import { CompressionAdvisor, DEFAULT_MIN_SAVINGS, STORE_RAW } from '../format/compression-advisor.js';
 import {
@@ -31,7 +31,7 @@ import { batchBufferBytes, InputStaging, MAX_STAGING_BYTES, MAX_STAGING_SHARE, M
 import { columnIndex } from './column-index.js';
 import { collectWritableDictionaries } from './dictionary-indices.js';
 import { assertWritableSchema, assertInputBatch } from './input-batch.js';
-import { OneCallAtATime, type WriterState } from './writer-calls.js';
+import { OneCallAtATime, writerAborted, type WriterState } from './writer-calls.js';
 import { createPartitioner, type Partitioner } from './partitioner.js';
 import { PartitionRows } from './partition-rows.js';
 import { describeSchema, sameSchema, schemaDifference } from './same-schema.js';
@@ -277,16 +277,14 @@ export class ShuffleWriter implements Reclaimable {
       }
       this.totalBatches++;
       while (this.inFlightBytes > MAX_IN_FLIGHT_BYTES) await Promise.race(this.inFlight);
-      if ((this.state as WriterState) === 'aborted') throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted while write() was running: the batch is not written');
     } catch (error) {
-      if (this.state === 'aborted') {
-        // abort() was called while this write was running: that, not its side effects, is the story
-        throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted while write() was running', {}, { cause: error });
-      }
+      // abort() was called while this write was running: that, not its side effects, is the story
+      if (this.state === 'aborted') throw writerAborted('while write() was running', error);
       if (error instanceof ShuffleError && error.code === 'CS_PARTITION_ID_OUT_OF_RANGE') throw error;
       await this.abort().catch(() => undefined);
       throw error;
     }
+    if ((this.state as WriterState) === 'aborted') throw writerAborted('while write() was running: the batch is not written');
   }
 
   /**
@@ -350,7 +348,7 @@ export class ShuffleWriter implements Reclaimable {
       await this.store.discard();
       await this.dictionaries?.release();
       // an abort() from here on waits for the commit, which then stands (DataFileWriter.abort)
-      if ((this.state as WriterState) === 'aborted') throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted while finish() was running');
+      if ((this.state as WriterState) === 'aborted') throw writerAborted('while finish() was running');
       const { partitionLengths, checksums, bytesWritten } = await this.output.commit();
       const result: ShuffleWriteResult = {
         paths: this.output.paths,
@@ -370,9 +368,7 @@ export class ShuffleWriter implements Reclaimable {
       this.state = 'finished';
       return result;
     } catch (error) {
-      if ((this.state as WriterState) === 'aborted') {
-        throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted while finish() was running', {}, { cause: error });
-      }
+      if ((this.state as WriterState) === 'aborted') throw writerAborted('while finish() was running', error);
       await this.abort().catch(() => undefined);
       throw error;
     }
@@ -663,7 +659,7 @@ export class ShuffleWriter implements Reclaimable {
    */
   private async spillStore(extra?: ReadonlyMap<number, ExtraMessages>): Promise<number> {
     // after the teardown a new spill file would outlive the writer
-    if (this.state === 'aborted') throw new ShuffleError('CS_WRITER_CLOSED', 'the writer was aborted');
+    if (this.state === 'aborted') throw writerAborted('before a spill');
     const retired = this.dictionaries?.retired ?? 0;
     const merging = this.store.merging; // then nothing is spilled, and the merge still reads them
     const released = await this.store.spill(extra);
@@ -713,8 +709,9 @@ export class ShuffleWriter implements Reclaimable {
     // The target counts rows of the first batch's width. A batch much wider (values of MiBs) is split as it comes,
     // and the staged rows once their bytes pass twice stagingBytes, a net the row target meets first on rows of
     // one width: held to the rows alone, wider ones took a staging buffer past 2 GiB.
-    const bytes = batchBufferBytes(batch);
-    if (staging === null || batch.numRows * MIN_STAGED_BATCHES >= this.stagingTarget || bytes * MIN_STAGED_BATCHES > this.options.stagingBytes) {
+    const fewRows = staging !== null && batch.numRows * MIN_STAGED_BATCHES < this.stagingTarget;
+    const bytes = fewRows ? batchBufferBytes(batch) : 0; // (only for a batch that may be staged)
+    if (staging === null || !fewRows || bytes * MIN_STAGED_BATCHES > this.options.stagingBytes) {
       if (staged > 0) await this.splitStaged();
       await this.splitBatch(batch, staged);
       return;

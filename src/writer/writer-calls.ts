@@ -28,3 +28,13 @@ export class OneCallAtATime {
     }
   }
 }
+
+/**
+ * What a write() or finish() that an abort() came into throws: CS_WRITER_CLOSED
+ * saying when, with what the call ran into meanwhile as its cause (that error
+ * itself when it is one of these already).
+ */
+export function writerAborted(when: string, cause?: unknown): ShuffleError {
+  if (cause instanceof ShuffleError && cause.code === 'CS_WRITER_CLOSED') return cause;
+  return new ShuffleError('CS_WRITER_CLOSED', `the writer was aborted ${when}`, {}, cause === undefined ? undefined : { cause });
+}
