@@ -11,7 +11,7 @@ import type { AnyShuffleWriter, WriterKind } from './writer-kind.js';
  * From this many partitions on, `auto` picks the sort writer at once: Gluten's
  * spark.gluten.sql.columnar.shuffle.sort.partitions.threshold. Here the sort
  * writer overtook the columnar one end to end at about 1,100-3,820 partitions
- * on narrow and nested rows and 260-570 on wide ones, in twenty-six runs
+ * on narrow and nested rows and 260-570 on wide ones, in twenty-seven runs
  * (bench/RESULTS.md); Gluten's figure is kept as the conservative choice.
  */
 export const SORT_PARTITIONS_THRESHOLD = 4000;
@@ -22,7 +22,7 @@ export const SORT_PARTITIONS_THRESHOLD = 4000;
  * uncompressed (under compressionMinRows) behind an IPC header of its own.
  * Under the benchmark's tight limit (1/32 of the input) the buffers held 78
  * narrow rows, 38 nested and 19 wide at P = 200, and 15, 7 and 3 at P = 1000.
- * In sixteen runs the sort writer was 1.2x to 5x faster end to end in every case
+ * In seventeen runs the sort writer was 1.2x to 5x faster end to end in every case
  * under 32 rows (wide at P = 200: 0.16-0.33 against 0.085-0.26 M rows/s, with
  * 42 MB written against 100-108); at 38 and 78 rows the columnar writer was
  * ahead on narrow rows in the first seven, and on nested rows it went from 25 %
@@ -35,7 +35,8 @@ export const SORT_PARTITIONS_THRESHOLD = 4000;
  * eleventh to fifteenth the columnar writer led (1.35 against 1.27, 1.41
  * against 1.08, 1.21 against 1.17, 1.91 against 1.54, 1.75 against 1.73).
  * In the sixteenth it led there (2.00 against 1.63) and trailed at 38 nested
- * rows (0.25 against 0.29): the threshold stays.
+ * rows (0.25 against 0.29); in the seventeenth the two were level at both
+ * (1.45 and 1.42, 0.28 and 0.28): the threshold stays.
  */
 export const MIN_HASH_BUFFER_ROWS = 32;
 
