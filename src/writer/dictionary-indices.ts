@@ -1,6 +1,6 @@
 import type { Data, DataType, Vector } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
-import { childLayouts, type ColumnLayout } from './column-layout.js';
+import { childLayouts, type ColumnLayout, type DictionaryLayout } from './column-layout.js';
 
 /**
  * Refuses a column (of `layout`, named `column`) with a dictionary anywhere in
@@ -56,6 +56,12 @@ export function assertIndicesInDictionary(data: Data, size: number, column: stri
   if (row >= 0) {
     throw new ShuffleError('CS_INVALID_ARGUMENT', `row ${row} of the dictionary column "${column}" points at value ${String(values[row])} of its ${size}-value dictionary`, { column, row });
   }
+}
+
+/** The largest index the dictionary's index type (and the int32 remap of split-dictionary.ts) can hold. */
+export function maxDictionaryIndex(layout: DictionaryLayout): number {
+  const bits = layout.indexWidth * 8 - (layout.indexSigned ? 1 : 0);
+  return Math.min(2 ** bits - 1, 0x7fffffff);
 }
 
 /**

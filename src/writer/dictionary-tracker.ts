@@ -8,6 +8,7 @@ import type { MemoryReservation } from '../memory/memory-pool.js';
 import { IdentityRows, onePartition, planAppend, splitAppend } from './append-rows.js';
 import { ColumnBuffer } from './column-buffer.js';
 import { isFlat, type ColumnLayout, type DictionaryLayout } from './column-layout.js';
+import { maxDictionaryIndex } from './dictionary-indices.js';
 import { prepareSourceColumn, type SourceColumn } from './source-column.js';
 import { ScratchSelections, withScratchMemory } from './split-plan.js';
 
@@ -139,7 +140,7 @@ export class DictionaryTracker {
     const added = inputLength - firstNew;
     // only remapped indices can outgrow the index type: at their own indices they are the input's, which fit
     // (an Int8 dictionary of 129 values is valid Arrow, its last value unreachable; refused, it lost its rows)
-    if (remap !== null && s.length + added - 1 > maxIndex(s.layout)) return 'overflow';
+    if (remap !== null && s.length + added - 1 > maxDictionaryIndex(s.layout)) return 'overflow';
     if (added > 0 || s.chunks.length === 0) await this.appendChunk(s, dictionary, firstNew, inputLength);
     s.length += added;
     s.input = dictionary;
@@ -314,12 +315,6 @@ const SUPERSEDED: Promise<EncodedMessage> = Promise.resolve({ chunks: [], byteLe
 
 /** A dictionary's state per partition: its sentEpoch and sentChunks entries. */
 const PARTITION_STATE_BYTES = 8;
-
-/** The largest index the dictionary's index type (and the int32 remap) can hold. */
-function maxIndex(layout: DictionaryLayout): number {
-  const bits = layout.indexWidth * 8 - (layout.indexSigned ? 1 : 0);
-  return Math.min(2 ** bits - 1, 0x7fffffff);
-}
 
 /** `previous` with input indices [from, length) mapped to base, base + 1, ... */
 function extendRemap(previous: Int32Array, length: number, from: number, base: number): Int32Array {
