@@ -202,6 +202,8 @@ class InputFile implements ArrowInput {
 
   /** The message starting at `position`, checked to lie within the file. */
   private async readMessage(position: number): Promise<ReadResult> {
+    // a footer's offset may be anything: Node 20 read a negative position at the descriptor's own, Node 22 throws ERR_OUT_OF_RANGE
+    if (position < 0) return { invalid: `message offset ${position} is before the start of the file` };
     if (position >= this.size) return { end: 'eof' };
     const frame = frameOf(await this.readAt(position, Math.min(FRAME_PEEK, this.size - position)));
     if (frame.kind === 'end') return { end: 'eos' };
