@@ -5,7 +5,7 @@
  * batch's indices shifted past the held values; a batch whose dictionary the
  * index type cannot address together with the held one comes after a flush.
  */
-import { Dictionary, Field, Int32, Int8, List, RecordBatch, Schema, Struct, Utf8, Vector, makeData, type Data } from 'apache-arrow';
+import { Dictionary, Field, Int32, Int8, List, RecordBatch, Schema, Struct, Uint8, Utf8, Vector, makeData, type Data } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { BatchCoalescer } from '../src/reader/batch-coalescer.js';
 import { ShuffleReader } from '../src/reader/shuffle-reader.js';
@@ -82,6 +82,14 @@ describe('BatchCoalescer: batches with unrelated dictionaries', () => {
     expect(apart.map((b) => b.numRows)).toEqual([2, 2]);
     expect(apart.flatMap(valuesOf)).toEqual(['a99', 'a0', 'c28', 'c2']);
     expect(dictionaryColumn(apart[1]!).dictionary!.length).toBe(29);
+  });
+
+  test('uint8 indices: a batch of 200 values after a held one of 10 keeps its rows at indices 128 and over', () => {
+    const schema = new Schema([new Field('d', new Dictionary(new Utf8(), new Uint8(), 3), true)]);
+    const values = (tag: string, n: number) => Array.from({ length: n }, (_, i) => `${tag}${i}`);
+    const out = coalesce([batch(values('a', 10), [9], [], schema), batch(values('b', 200), [150, 199, 128, 127], [], schema)]);
+    expect(out).toHaveLength(1);
+    expect(valuesOf(out[0]!)).toEqual(['a9', 'b150', 'b199', 'b128', 'b127']);
   });
 
   test('a dictionary nested in a list of structs merges the same way', () => {

@@ -137,6 +137,13 @@ describe('the dictionary batches of a partition stream', () => {
     expect(await decoded(prefix)).toEqual(['b', 'a', 'y', 'x', null]);
   });
 
+  test('uint8 indices: an unrelated dictionary of 200 values after one of 10, its rows at indices 128 and over remapped right (not read as negative)', async () => {
+    const schema = new Schema([new Field('k', new Int32(), false), new Field('d', new Dictionary(new Utf8(), new Uint8(), 7), true)]);
+    const values = (tag: string, n: number) => new Vector([utf8Column(Array.from({ length: n }, (_, i) => `${tag}${i}`))]);
+    const prefix = await write([batch(values('a', 10), [9, 0], schema), batch(values('b', 200), [150, 199, 3, 128, 127], schema)]);
+    expect(await decoded(prefix)).toEqual(['a9', 'a0', 'b150', 'b199', 'b3', 'b128', 'b127']);
+  });
+
   test('a partition that first receives rows late still gets the whole dictionary first (replacement, then deltas)', async () => {
     const first = new Vector([utf8Column(['a', 'b'])]);
     const extended = new Vector([...first.data, utf8Column(['c'])]);

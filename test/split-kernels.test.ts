@@ -6,7 +6,9 @@ import type { ColumnLayout } from '../src/writer/column-layout.js';
 import type { SourceColumn } from '../src/writer/source-column.js';
 import { gatherBits } from '../src/writer/split-bits.js';
 import { splitBinary } from '../src/writer/split-binary.js';
-import { splitFixedWidth } from '../src/writer/split-fixed-width.js';
+import { splitRemappedIndices } from '../src/writer/split-dictionary.js';
+import { isContiguous, splitFixedWidth } from '../src/writer/split-fixed-width.js';
+import { splitView } from '../src/writer/split-view.js';
 import { pmod } from '../src/writer/murmur3.js';
 import { pmodInto } from '../src/writer/partitioner.js';
 import { Rng } from './support/random.js';
@@ -221,17 +223,22 @@ test('appendRows: every layout, onto a buffer already holding rows at an odd bit
  */
 test('adjacent row ids are copied as a block, lookalikes are gathered, for fixed-width and binary columns', () => {
   fc.assert(
-    fc.property(fc.integer(), fc.constantFrom<4 | 8>(4, 8), fc.constantFrom(1, 8, 16), fc.boolean(), (seed, offsetWidth, width, permuted) => {
+    fc.property(fc.integer(), fc.constantFrom<4 | 8>(4, 8), fc.constantFrom(1, 8, 16), fc.constantFrom('block', 'swapped', 'repeated'), (seed, offsetWidth, width, kind) => {
       const rng = new Rng(seed);
       const n = rng.int(16, 80);
       const first = rng.int(0, 20);
       const ids = Array.from({ length: n }, (_, i) => first + i);
-      if (permuted) {
-        // swap two ids strictly inside the stretch: first and last stay where a block would put them
+      // first and last stay where a block would put them: two ids strictly inside swapped, or one
+      // inside (up to the one before the last) repeating the id before it (ids a dense union's offsets may give)
+      if (kind === 'swapped') {
         const a = rng.int(1, n - 3);
         [ids[a], ids[a + 1]] = [ids[a + 1]!, ids[a]!];
+      } else if (kind === 'repeated') {
+        const a = rng.int(1, n - 2);
+        ids[a] = ids[a - 1]!;
       }
       const rowIds = Uint32Array.from([999, ...ids]); // the stretch starts at position 1
+      expect(isContiguous(rowIds, 1, n + 1)).toBe(kind === 'block');
       const rows = first + n;
       const values = Array.from({ length: rows }, () => Uint8Array.from({ length: rng.int(0, 30) }, () => rng.int(0, 255)));
       const binary = new ColumnBuffer({ kind: 'binary', offsetWidth });
@@ -253,4 +260,99 @@ test('adjacent row ids are copied as a block, lookalikes are gathered, for fixed
     }),
     { numRuns: 300 },
   );
+});
+
+test('isContiguous: the id before the last repeated (first and last where a block has them) is no block', () => {
+  const ids = Uint32Array.from({ length: 16 }, (_, i) => i);
+  expect(isContiguous(ids, 0, 16)).toBe(true);
+  ids[14] = 13;
+  expect(isContiguous(ids, 0, 16)).toBe(false);
+});
+
+test('splitRemappedIndices: every index width and sign, up to the largest index the type holds, through the remap', () => {
+  const cases: [1 | 2 | 4 | 8, boolean, number][] = [
+    [1, false, 255],
+    [1, true, 127],
+    [2, false, 65535],
+    [2, true, 32767],
+    [4, false, 70000],
+    [4, true, 70000],
+    [8, false, 70000],
+    [8, true, 70000],
+  ];
+  for (const [width, signed, max] of cases) {
+    // remap i -> max - i: every value fits the type, and a wrong source index gives another value
+    const remap = Int32Array.from({ length: max + 1 }, (_, i) => max - i);
+    const indices = [0, 1, 127, 128, 255, 256, 32767, 32768, 65535, max - 1, max].filter((i) => i <= max);
+    const bytes = new Uint8Array(indices.length * width);
+    const view = new DataView(bytes.buffer);
+    indices.forEach((index, r) => (width === 8 ? view.setBigUint64(r * 8, BigInt(index), true) : width === 4 ? view.setUint32(r * 4, index, true) : width === 2 ? view.setUint16(r * 2, index, true) : view.setUint8(r, index)));
+    const rowIds = Uint32Array.from(indices.keys()).reverse();
+    const dst = new ColumnBuffer({ kind: 'dictionary', id: 0, indexWidth: width, indexSigned: signed, values: { kind: 'binary', offsetWidth: 4 }, valueType: null as never });
+    dst.resize(indices.length + 1, 0, 0);
+    splitRemappedIndices(fixedWidthSource(bytes, width), width, signed, remap, rowIds, 0, rowIds.length, dst, 1);
+    const out = new DataView(dst.values.buffer, dst.values.byteOffset);
+    const read = (row: number) => (width === 8 ? Number(out.getBigUint64(row * 8, true)) : width === 4 ? out.getUint32(row * 4, true) : width === 2 ? out.getUint16(row * 2, true) : out.getUint8(row));
+    expect(
+      [...rowIds].map((_, j) => read(1 + j)),
+      `${signed ? 'int' : 'uint'}${8 * width}`,
+    ).toEqual([...rowIds].map((r) => max - indices[r]!));
+  }
+});
+
+/** A view column of `values` (null: a null row), its long values in one variadic buffer. */
+function viewSource(values: (Uint8Array | null)[]): SourceColumn {
+  const views = new Uint8Array(values.length * 16);
+  const view = new DataView(views.buffer);
+  const validity = new Uint8Array(Math.ceil(values.length / 8));
+  const long = values.filter((v) => v !== null && v.byteLength > 12) as Uint8Array[];
+  const data = new Uint8Array(long.reduce((n, v) => n + v.byteLength, 0));
+  let at = 0;
+  values.forEach((v, r) => {
+    if (v === null) {
+      view.setUint32(r * 16, 0xdeadbeef, true); // a null row's view may hold anything
+      return;
+    }
+    validity[r >> 3]! |= 1 << (r & 7);
+    view.setInt32(r * 16, v.byteLength, true);
+    if (v.byteLength <= 12) views.set(v, r * 16 + 4);
+    else {
+      views.set(v.subarray(0, 4), r * 16 + 4);
+      view.setInt32(r * 16 + 8, 0, true);
+      view.setInt32(r * 16 + 12, at, true);
+      data.set(v, at);
+      at += v.byteLength;
+    }
+  });
+  return { layout: { kind: 'view' }, length: values.length, validity, bitOffset: 0, bytes: views, words16: null, words32: null, offsets: null, offsetStride: 1, children: [], dictionary: null, variadic: [data] };
+}
+
+/** The values a view buffer holds in rows [0, rows), null for an all-zero view (a null row's). */
+function readViews(dst: ColumnBuffer, rows: number): (Uint8Array | null)[] {
+  const words = dst.values32;
+  return Array.from({ length: rows }, (_, r) => {
+    const [length, w1, w2, w3] = [words[4 * r]!, words[4 * r + 1]!, words[4 * r + 2]!, words[4 * r + 3]!];
+    if (length === 0 && w1 === 0 && w2 === 0 && w3 === 0) return null;
+    if (length <= 12) return dst.values.slice(16 * r + 4, 16 * r + 4 + length);
+    expect(w2).toBe(0); // the one variadic buffer
+    return dst.data.slice(w3, w3 + length);
+  });
+}
+
+test('splitView: a null row gets an all-zero view, also over a reused buffer holding other views', () => {
+  const values = [new Uint8Array(20).fill(1), null, Uint8Array.of(2, 2), null, new Uint8Array(13).fill(3), null];
+  const dst = new ColumnBuffer({ kind: 'view' });
+  dst.resize(values.length, 0, 64);
+  dst.values.fill(0x5a); // what earlier rows left in a recycled buffer
+  splitView(viewSource(values), Uint32Array.from(values.keys()), 0, values.length, dst, 0);
+  expect(readViews(dst, values.length)).toEqual(values.map((v) => (v === null ? null : new Uint8Array(v))));
+  for (const r of [1, 3, 5]) expect([...dst.values.subarray(16 * r, 16 * r + 16)]).toEqual(new Array(16).fill(0));
+});
+
+test('splitView grows a destination whose data is too small for the long values (a caller that did not size it)', () => {
+  const values = Array.from({ length: 20 }, (_, i) => new Uint8Array(13 + i * 3).fill(i));
+  const dst = new ColumnBuffer({ kind: 'view' });
+  dst.resize(20, 0, 5);
+  splitView(viewSource(values), Uint32Array.from({ length: 20 }, (_, i) => 19 - i), 0, 20, dst, 0);
+  expect(readViews(dst, 20)).toEqual([...values].reverse());
 });
