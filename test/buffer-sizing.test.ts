@@ -78,6 +78,12 @@ describe('chunkRows: a batch is split partitionBufferRows x P rows at a time, or
     expect(chunkRows(input)).toBe(2);
   });
 
+  test('exactly one row per partition fits (700 B, 1 B a row, 100 partitions): chunks of one row per partition, not a quarter of the memory', () => {
+    const input = { memLimit: 700, memLimitFloor: 700, bytesPerRow: 1, numPartitions: 100, maxBatchRows: 4096 };
+    expect(partitionBufferRows(input)).toBe(1);
+    expect(chunkRows(input)).toBe(100);
+  });
+
   test('rows wider than a quarter of the memory: one row at a time', () => {
     expect(chunkRows({ memLimit: 2 * MiB, memLimitFloor: 2 * MiB, bytesPerRow: MiB, numPartitions: 8, maxBatchRows: 4096 })).toBe(1);
   });

@@ -8,6 +8,8 @@ test('the documented worked example: ids [3,1,1,1,2,2,0]', () => {
   expect([...rows.partition2RowOffset]).toEqual([0, 1, 4, 6, 7]);
   expect([...rows.rowOffset2RowId.subarray(0, 7)]).toEqual([6, 1, 2, 3, 4, 5, 0]);
   expect([...rows.usedPartitions.subarray(0, rows.usedCount)]).toEqual([0, 1, 2, 3]);
+  // the writer halves its chunk while one partition gets more than maxBatchRows rows of it
+  expect(rows.maxRowCount).toBe(3);
 });
 
 test('only partitions that received rows are listed as used', () => {
@@ -35,6 +37,7 @@ test('grouping equals a stable sort of row ids by partition id', () => {
       const expected = ids.map((pid, row) => ({ pid, row })).sort((a, b) => a.pid - b.pid || a.row - b.row).map((x) => x.row);
       expect([...rows.rowOffset2RowId.subarray(0, ids.length)]).toEqual(expected);
       for (let p = 0; p < n; p++) expect(rows.rowCount(p)).toBe(ids.filter((x) => x === p).length);
+      expect(rows.maxRowCount).toBe(Math.max(0, ...Array.from({ length: n }, (_, p) => ids.filter((x) => x === p).length)));
     }),
   );
 });

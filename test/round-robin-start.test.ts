@@ -30,6 +30,24 @@ describe('XORShiftRandom.nextInt follows java.util.Random.nextInt(bound) over th
 });
 
 describe('roundRobinStart', () => {
+  // Printed by OpenJDK 17: Spark's XORShiftRandom (its hashSeed over ByteBuffer.putLong's big-endian
+  // bytes, Scala's MurmurHash3.bytesHash, the xorshift next(bits)) transcribed into a java.util.Random
+  // subclass, and the JDK's own nextInt(bound): new XORShiftRandom(mapId).nextInt(n)
+  const ns = [1, 7, 200, 1000, 4096, 10000];
+  test.each([
+    [0, '0 2 28 28 993 8028'],
+    [1, '0 5 103 703 977 8703'],
+    [2, '0 1 28 828 3907 8828'],
+    [3, '0 6 47 447 2976 6447'],
+    [17, '0 3 180 380 380 6380'],
+    [1000, '0 4 98 698 2180 5698'],
+    [123456, '0 0 46 646 2153 4646'],
+    [2147483647, '0 2 80 880 1612 1880'],
+  ])("map %i starts where Spark's new XORShiftRandom(mapId).nextInt(n) does, for n = 1, 7, 200, 1000, 4096, 10000", (mapId, expected) => {
+    expect(ns.map((n) => roundRobinStart(mapId, n)).join(' ')).toBe(expected);
+  });
+
+
   test('is deterministic per map task and within [0, n)', () => {
     for (const n of [1, 2, 7, 200, 1000]) {
       for (let mapId = 0; mapId < 50; mapId++) {

@@ -4,7 +4,7 @@ import { appendRows } from '../src/writer/append-column.js';
 import { ColumnBuffer } from '../src/writer/column-buffer.js';
 import type { ColumnLayout } from '../src/writer/column-layout.js';
 import type { SourceColumn } from '../src/writer/source-column.js';
-import { gatherBits } from '../src/writer/split-bits.js';
+import { countZeroBits, gatherBits } from '../src/writer/split-bits.js';
 import { splitBinary } from '../src/writer/split-binary.js';
 import { splitRemappedIndices } from '../src/writer/split-dictionary.js';
 import { isContiguous, splitFixedWidth } from '../src/writer/split-fixed-width.js';
@@ -221,6 +221,28 @@ test('appendRows: every layout, onto a buffer already holding rows at an odd bit
  * and last are a stretch apart but that are not adjacent in between (a permutation inside it)
  * are still gathered one by one. Both give the reference rows.
  */
+test('pmodInto: every multiple of n (the float quotient may fall just below it: 18473 / 49 = 377 gave 376.99999999999994)', () => {
+  expect(18473 * (1 / 49)).toBeLessThan(377);
+  for (let n = 1; n <= 300; n++) {
+    const hashes = Int32Array.from({ length: 2001 }, (_, k) => (k - 1000) * n);
+    const ids = new Uint32Array(hashes.length);
+    pmodInto(hashes, hashes.length, n, ids);
+    expect(ids.every((id) => id === 0), `n = ${n}`).toBe(true);
+  }
+});
+
+test('countZeroBits counts the zeros among exactly the first `bits` bits, for every count up to 40', () => {
+  const rng = new Rng(5);
+  const bitmap = Uint8Array.from({ length: 6 }, () => rng.int(0, 255));
+  for (let bits = 0; bits <= 40; bits++) {
+    let zeros = 0;
+    for (let i = 0; i < bits; i++) if (((bitmap[i >> 3]! >> (i & 7)) & 1) === 0) zeros++;
+    expect(countZeroBits(bitmap, bits), `${bits} bits`).toBe(zeros);
+  }
+  // the bit after the counted ones is a zero: a count that took it in would be one too many
+  expect(countZeroBits(Uint8Array.of(0xff, 0b1111_1101), 9)).toBe(0);
+});
+
 test('adjacent row ids are copied as a block, lookalikes are gathered, for fixed-width and binary columns', () => {
   fc.assert(
     fc.property(fc.integer(), fc.constantFrom<4 | 8>(4, 8), fc.constantFrom(1, 8, 16), fc.constantFrom('block', 'swapped', 'repeated'), (seed, offsetWidth, width, kind) => {
