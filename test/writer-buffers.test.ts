@@ -56,6 +56,20 @@ test('a partition buffer becomes a record batch each time it fills: 250 rows at 
   await reader.close();
 });
 
+test('a skewed chunk (every row to one of 8 partitions) is halved until it fits: every batch has at most maxBatchRows rows', async () => {
+  const prefix = join(dir, 'out');
+  // chunks of partitionBufferRows (100) x 8 partitions = 800 rows, all for one partition
+  const writer = await ShuffleWriter.create({ numPartitions: 8, partitioning: { kind: 'hash', keys: ['s'] }, outputPrefix: prefix, maxBatchRows: 100, stagingBytes: 0 });
+  await writer.write(strings(Array.from({ length: 2000 }, () => 'same key')));
+  await writer.finish();
+  const reader = await ShuffleReader.open(prefix);
+  const sizes: number[] = [];
+  for await (const batch of reader.readPartitions(0, 8)) sizes.push(batch.numRows);
+  await reader.close();
+  expect(sizes.reduce((a, b) => a + b, 0)).toBe(2000);
+  expect(Math.max(...sizes)).toBe(100);
+});
+
 describe('without a pool limit, buffers are sized for UNBOUNDED_MEM_LIMIT (Gluten kMaxMemLimit, 1 GiB), not the 128 MiB floor', () => {
   // 6,000-byte rows at P = 2: the floor gives 134217728 / 6004 / 2 >> 2 = 2794 rows; 1 GiB gives min(22,355, 4096) = 4096.
   // (Buffers of at most 1,024 rows would hide the difference: the payload merger joins their evictions into 4,096-row batches.)
