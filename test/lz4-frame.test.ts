@@ -102,6 +102,37 @@ describe('decompressSingleBlock decodes one-block frames on the calling thread, 
     expect(new Uint8Array(decompressSingleBlock(await compressFrame(small), small.byteLength)!)).toEqual(small);
   });
 
+  /** `frame` (one of compressLz4FrameBytes's: header FLG BD HC at bytes 4-6) with its FLG byte set to `flg` and, if given, a content-size field. */
+  function withHeader(frame: Uint8Array, flg: number, contentSize?: number): Uint8Array {
+    const descriptor = [flg, frame[5]!];
+    if (contentSize !== undefined) {
+      const size = new Uint8Array(8);
+      new DataView(size.buffer).setBigUint64(0, BigInt(contentSize), true);
+      descriptor.push(...size);
+    }
+    const checksum = (xxh32(Uint8Array.from(descriptor), 0) >>> 8) & 0xff;
+    return Uint8Array.from([...frame.subarray(0, 4), ...descriptor, checksum, ...frame.subarray(7)]);
+  }
+
+  test('a frame with the content-size field (FLG bit 3) is decoded past those 8 bytes', async () => {
+    const input = compressible(4096);
+    const frame = await compressLz4FrameBytes(input);
+    const sized = withHeader(frame, frame[4]! | 0x08, input.byteLength);
+    expect(new Uint8Array(await decompressFrame(Buffer.from(sized)))).toEqual(input); // a valid frame for the reference decoder
+    expect(new Uint8Array(decompressSingleBlock(sized, input.byteLength)!)).toEqual(input);
+  });
+
+  test.each([
+    ['version 00', 0x20],
+    ['version 10', 0xa0],
+    ['the reserved bit 1 set', 0x62],
+  ])('a frame with %s in its FLG byte is left to the frame decoder (which refuses it)', async (_, flg) => {
+    const input = compressible(4096);
+    const frame = withHeader(await compressLz4FrameBytes(input), flg);
+    expect(decompressSingleBlock(frame, input.byteLength)).toBeNull();
+    await expect(decompressFrame(Buffer.from(frame))).rejects.toThrow();
+  });
+
   test('a frame whose block is damaged throws instead of decoding to other bytes of the declared size', async () => {
     const input = compressible(4096);
     const frame = await compressLz4FrameBytes(input);
