@@ -1,10 +1,10 @@
-import { open, type FileHandle } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { MessageHeader } from 'apache-arrow/enum';
 import { Footer } from 'apache-arrow/ipc/metadata/file';
 import type { Message } from 'apache-arrow/ipc/metadata/message';
 import { ioError, ShuffleError } from '../errors.js';
-import { MAX_READ_BYTES } from '../reader/byte-source.js';
+import { MAX_READ_BYTES, openForReading } from '../reader/byte-source.js';
 import { encodeSchemaMessage } from '../format/ipc-message.js';
 import { readIpcStream } from '../format/ipc-reader.js';
 import { footerCountProblem } from '../format/metadata-counts.js';
@@ -48,7 +48,7 @@ const ARROW_MAGIC = Buffer.from('ARROW1');
 export async function openArrowInput(path: string, role: 'input' | 'bounds file' = 'input'): Promise<ArrowInput> {
   let handle: FileHandle;
   try {
-    handle = await open(path, 'r');
+    handle = await openForReading(path);
   } catch (cause) {
     throw ioError(`open the ${role}`, path, cause);
   }
@@ -82,6 +82,8 @@ class InputFile implements ArrowInput {
   /** where the messages after the schema start (stream format) */
   private firstMessage = 0;
   private footer: Footer | null = null;
+  /** where the footer starts (file format) */
+  private footerAt = 0;
 
   constructor(
     readonly path: string,
@@ -102,7 +104,12 @@ class InputFile implements ArrowInput {
       this.format = 'file';
       await this.readFooter();
       this.schema = this.footer!.schema;
-      this.schemaBytes = encodeSchemaMessage(this.schema);
+      try {
+        this.schemaBytes = encodeSchemaMessage(this.schema);
+      } catch (cause) {
+        // arrow-js decodes a damaged footer into fields it cannot encode again (a child field of undefined)
+        throw this.corrupt(`unreadable schema in the Arrow file footer: ${(cause as Error).message}`, this.footerAt);
+      }
       return;
     }
     const first = await this.readMessage(0);
@@ -164,10 +171,13 @@ class InputFile implements ArrowInput {
   /** Dictionaries first, then record batches, as the footer lists them. */
   private async *fileMessages(): AsyncGenerator<MessageAt> {
     const footer = this.footer!;
-    let blocks: { offset: number }[];
+    let blocks: { offset: number; kind: MessageHeader }[];
     try {
       // arrow-js reads each block's 64-bit offset as it lists them, and throws on one beyond 2^53
-      blocks = [...footer.dictionaryBatches(), ...footer.recordBatches()].map((block) => ({ offset: Number(block.offset) }));
+      blocks = [
+        ...[...footer.dictionaryBatches()].map((block) => ({ offset: Number(block.offset), kind: MessageHeader.DictionaryBatch })),
+        ...[...footer.recordBatches()].map((block) => ({ offset: Number(block.offset), kind: MessageHeader.RecordBatch })),
+      ];
     } catch (cause) {
       throw this.corrupt(`unreadable Arrow file footer: ${(cause as Error).message}`, this.size - 10);
     }
@@ -175,6 +185,10 @@ class InputFile implements ArrowInput {
       const next = await this.readMessage(block.offset);
       if (!('message' in next)) {
         throw this.corrupt(`the footer points at no message: ${'invalid' in next ? next.invalid : 'end of stream'}`, block.offset);
+      }
+      // a record batch block at a dictionary message was taken for a dictionary: its rows were lost, silently
+      if (next.message.headerType !== block.kind) {
+        throw this.corrupt(`the footer lists a ${MessageHeader[block.kind]} block at a ${MessageHeader[next.message.headerType] ?? next.message.headerType} message`, block.offset);
       }
       yield next;
     }
@@ -188,6 +202,7 @@ class InputFile implements ArrowInput {
     }
     const length = new DataView(tail.buffer, tail.byteOffset, 4).getInt32(0, true);
     if (length <= 0 || tailAt - length < 8) throw this.corrupt(`the Arrow file footer length ${length} is out of range`, tailAt);
+    this.footerAt = tailAt - length;
     const footerBytes = await this.readAt(tailAt - length, length);
     // arrow-js would loop over whatever a corrupted count in the footer claims
     const countProblem = footerCountProblem(footerBytes);

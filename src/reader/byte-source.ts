@@ -1,3 +1,4 @@
+import { constants } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { ioError, ShuffleError } from '../errors.js';
 
@@ -23,16 +24,27 @@ export interface ByteRangeSource {
   close(): Promise<void>;
 }
 
-/** A ByteRangeSource over a local file. */
 /** Most bytes asked of one fs read: Node 20 aborts the process (an assertion, not an error) on a length of 2^31 or more. */
 export const MAX_READ_BYTES = 2 ** 30;
 
+/**
+ * Opens a file for reading without blocking on it. A FIFO with no writer
+ * blocks a plain open() in a libuv thread for good, and a process with such
+ * a thread cannot even exit (Node waits for its thread pool: SIGTERM and a
+ * second signal did nothing). O_NONBLOCK opens it at once; it changes nothing
+ * for regular files, and callers refuse anything else once they stat it.
+ */
+export function openForReading(path: string): Promise<FileHandle> {
+  return open(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+}
+
+/** A ByteRangeSource over a local file. */
 export class LocalFileSource implements ByteRangeSource {
   private constructor(readonly name: string, private readonly handle: FileHandle) {}
 
   static async open(path: string): Promise<LocalFileSource> {
     try {
-      return new LocalFileSource(path, await open(path, 'r'));
+      return new LocalFileSource(path, await openForReading(path));
     } catch (cause) {
       throw ioError('open', path, cause);
     }

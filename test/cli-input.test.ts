@@ -1,0 +1,172 @@
+/**
+ * The CLI's reader of Arrow input files (src/cli/input.ts) on damaged and
+ * unusual files: a typed error saying what is wrong and where, never an
+ * untyped one, never rows silently lost, never a hang.
+ */
+import { execFile } from 'node:child_process';
+import { constants } from 'node:fs';
+import { open, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { promisify } from 'node:util';
+import { Dictionary, Field, Int32, List, Struct, Table, tableToIPC, Utf8, vectorFromArray, type Schema } from 'apache-arrow';
+import { MetadataVersion } from 'apache-arrow/enum';
+import { FileBlock, Footer } from 'apache-arrow/ipc/metadata/file';
+import { Message } from 'apache-arrow/ipc/metadata/message';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { ShuffleError } from '../src/errors.js';
+import { frameOf } from '../src/cli/ipc-frames.js';
+import { openArrowInput } from '../src/cli/input.js';
+import { main } from '../src/cli/main.js';
+import { ShuffleReader } from '../src/reader/shuffle-reader.js';
+import { makeTempDir, removeDir } from './support/temp-dir.js';
+
+let dir = '';
+beforeEach(async () => (dir = await makeTempDir()));
+afterEach(async () => removeDir(dir));
+
+const NESTED = new Table({
+  id: vectorFromArray(Int32Array.from({ length: 9 }, (_, i) => i)),
+  l: vectorFromArray(
+    Array.from({ length: 9 }, (_, i) => (i % 4 === 0 ? null : Array.from({ length: i % 3 }, (_, j) => i + j))),
+    new List(new Field('item', new Int32(), true)),
+  ),
+  s: vectorFromArray(
+    Array.from({ length: 9 }, (_, i) => (i % 6 === 0 ? null : { a: i, b: `s${i}` })),
+    new Struct([new Field('a', new Int32(), true), new Field('b', new Utf8(), true)]),
+  ),
+});
+
+const DICTIONARY = new Table({
+  id: vectorFromArray(Int32Array.from({ length: 10 }, (_, i) => i)),
+  d: vectorFromArray(
+    Array.from({ length: 10 }, (_, i) => ['x', 'yy', 'zzz'][i % 3]!),
+    new Dictionary(new Utf8(), new Int32()),
+  ),
+});
+
+/** Every row the input reader gives, as text. */
+async function rowsOf(path: string): Promise<string[]> {
+  const input = await openArrowInput(path);
+  try {
+    const rows: string[] = [];
+    for await (const batch of input.batches()) for (const row of batch) rows.push(JSON.stringify(row?.toJSON()));
+    return rows;
+  } finally {
+    await input.close();
+  }
+}
+
+/**
+ * An Arrow file of the stream's messages, laid out as they come, with a
+ * footer listing each one in its list; `swapKinds` lists the first record
+ * batch as a dictionary block and the first dictionary as a record batch block.
+ *
+ * ```text
+ * ARROW1 00 00 | dictionary and record batch messages | FF FF FF FF 00 00 00 00 | footer | int32 footer length | ARROW1
+ * ```
+ */
+function fileOf(stream: Uint8Array, schema: Schema, swapKinds = false): Uint8Array {
+  const parts: Uint8Array[] = [Buffer.from('ARROW1\0\0')];
+  const records: FileBlock[] = [];
+  const dictionaries: FileBlock[] = [];
+  let offset = 8;
+  for (let position = 0; ; ) {
+    const frame = frameOf(stream.subarray(position, position + 8));
+    if (frame.kind !== 'message') break;
+    const metadataEnd = position + frame.prefixLength + frame.metadataLength;
+    const message = Message.decode(stream.subarray(position + frame.prefixLength, metadataEnd));
+    const end = metadataEnd + Number(message.bodyLength);
+    if (!message.isSchema()) {
+      const block = new FileBlock(frame.prefixLength + frame.metadataLength, message.bodyLength, offset);
+      (message.isRecordBatch() ? records : dictionaries).push(block);
+      parts.push(stream.subarray(position, end));
+      offset += end - position;
+    }
+    position = end;
+  }
+  if (swapKinds) [records[0], dictionaries[0]] = [dictionaries[0]!, records[0]!];
+  const footer = Footer.encode(new Footer(schema, MetadataVersion.V5, records, dictionaries));
+  const length = new Uint8Array(4);
+  new DataView(length.buffer).setInt32(0, footer.byteLength, true);
+  return Buffer.concat([...parts, Buffer.from([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]), footer, length, Buffer.from('ARROW1')]);
+}
+
+describe('a damaged Arrow file footer', () => {
+  test('any one footer word set to 0 or all ones gives the rows or a typed error, never an untyped one (a null child field threw a TypeError)', async () => {
+    const file = tableToIPC(NESTED, 'file');
+    const footerLength = new DataView(file.buffer, file.byteOffset + file.byteLength - 10, 4).getInt32(0, true);
+    const footerAt = file.byteLength - 10 - footerLength;
+    const messages = new Map<string, number>();
+    for (let at = footerAt; at + 4 <= footerAt + footerLength; at += 4) {
+      for (const word of [0, 0xffffffff]) {
+        const bytes = Buffer.from(file);
+        bytes.writeUInt32LE(word, at);
+        const path = join(dir, 'damaged.arrow');
+        await writeFile(path, bytes);
+        try {
+          await rowsOf(path);
+        } catch (error) {
+          if (!(error instanceof ShuffleError)) throw new Error(`footer word at ${at} set to ${word}: ${String(error)}`);
+          const key = `${error.code}: ${error.message.replace(/[-\d]+/g, 'N').slice(0, 60)}`;
+          messages.set(key, (messages.get(key) ?? 0) + 1);
+        }
+      }
+    }
+    expect([...messages.keys()].some((m) => m.startsWith('CS_CORRUPT_DATA: unreadable schema in the Arrow file footer'))).toBe(true);
+  });
+
+  test('a record batch block at a dictionary message (and a dictionary block at a record batch) is CS_CORRUPT_DATA, not a file of no rows', async () => {
+    const stream = tableToIPC(DICTIONARY, 'stream');
+    const good = join(dir, 'good.arrow');
+    await writeFile(good, fileOf(stream, DICTIONARY.schema));
+    expect(await rowsOf(good)).toHaveLength(10);
+    const swapped = join(dir, 'swapped.arrow');
+    await writeFile(swapped, fileOf(stream, DICTIONARY.schema, true));
+    await expect(rowsOf(swapped)).rejects.toMatchObject({
+      code: 'CS_CORRUPT_DATA',
+      // dictionary blocks are read first: the first one listed is the record batch's message, after the dictionary's
+      message: expect.stringContaining('the footer lists a DictionaryBatch block at a RecordBatch message'),
+      where: { file: swapped, offset: expect.any(Number) },
+    });
+    // the command fails and leaves nothing (it wrote an empty output and exited 0)
+    const before = await readdir(dir);
+    const code = await main(['write', swapped, '-p', '2', '-k', 'id', '-o', join(dir, 'out')], { stdout: devNull(), stderr: devNull(), signal: new AbortController().signal });
+    expect(code).toBe(1);
+    expect(await readdir(dir)).toEqual(before);
+  });
+});
+
+function devNull(): Writable {
+  return new Writable({ write: (_chunk, _encoding, done) => done() });
+}
+
+describe('a FIFO with nothing writing to it', () => {
+  /** Runs `opening` on a new FIFO; a reader blocked in open() is let go afterwards, so a failure cannot hang the test process. */
+  async function withFifo<T>(name: string, opening: (path: string) => Promise<T>): Promise<T | string> {
+    const path = join(dir, name);
+    await promisify(execFile)('mkfifo', [path]);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const stuck = new Promise<string>((resolve) => (timer = setTimeout(() => resolve('still opening after 3 s'), 3000)));
+      return await Promise.race([opening(path), stuck]);
+    } finally {
+      clearTimeout(timer);
+      // a writer that comes and goes ends any open() still waiting for one
+      const writer = await open(path, constants.O_WRONLY | constants.O_NONBLOCK).catch(() => null);
+      await writer?.close();
+    }
+  }
+
+  test.runIf(process.platform !== 'win32')('as the input is refused at once as not a regular file (open() blocked for good, and no signal could end the process)', async () => {
+    const error = await withFifo('input.arrow', (path) => openArrowInput(path).then(() => null, (e: unknown) => e));
+    expect(error).toMatchObject({ code: 'CS_INPUT_NOT_ARROW', message: expect.stringContaining('not a regular file') });
+  });
+
+  test.runIf(process.platform !== 'win32')("as a shuffle output's index file is refused at once with CS_IO", async () => {
+    await writeFile(join(dir, 'out.data'), '');
+    await writeFile(join(dir, 'out.checksum.CRC32C'), '');
+    const error = await withFifo('out.index', () => ShuffleReader.open(join(dir, 'out')).then(() => null, (e: unknown) => e));
+    expect(error).toMatchObject({ code: 'CS_IO', message: expect.stringContaining('not a regular file'), where: { file: join(dir, 'out.index') } });
+  });
+});
