@@ -9,13 +9,14 @@ import { open, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
-import { Dictionary, Field, Int32, List, Struct, Table, tableToIPC, Utf8, vectorFromArray, type Schema } from 'apache-arrow';
+import { Dictionary, Field, Int32, List, makeData, RecordBatch, RecordBatchStreamWriter, Schema, Struct, Table, tableToIPC, Utf8, vectorFromArray, type Vector } from 'apache-arrow';
 import { MetadataVersion } from 'apache-arrow/enum';
 import { FileBlock, Footer } from 'apache-arrow/ipc/metadata/file';
 import { Message } from 'apache-arrow/ipc/metadata/message';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { ShuffleError } from '../src/errors.js';
 import { frameOf } from '../src/cli/ipc-frames.js';
+import { encodeRecordBatchMessage, encodeSchemaMessage } from '../src/format/ipc-message.js';
 import { openArrowInput } from '../src/cli/input.js';
 import { main } from '../src/cli/main.js';
 import { ShuffleReader } from '../src/reader/shuffle-reader.js';
@@ -168,5 +169,59 @@ describe('a FIFO with nothing writing to it', () => {
     await writeFile(join(dir, 'out.checksum.CRC32C'), '');
     const error = await withFifo('out.index', () => ShuffleReader.open(join(dir, 'out')).then(() => null, (e: unknown) => e));
     expect(error).toMatchObject({ code: 'CS_IO', message: expect.stringContaining('not a regular file'), where: { file: join(dir, 'out.index') } });
+  });
+});
+
+describe('dictionary messages', () => {
+  const TYPE = new Dictionary(new Utf8(), new Int32(), 0);
+  const SCHEMA = new Schema([new Field('id', new Int32(), false), new Field('d', TYPE, true)]);
+
+  function batchOver(dictionary: Vector, b: number): RecordBatch {
+    const rows = 3;
+    const id = makeData({ type: new Int32(), length: rows, data: Int32Array.from({ length: rows }, (_, i) => 3 * b + i) });
+    const d = makeData({ type: TYPE, length: rows, data: Int32Array.from({ length: rows }, (_, i) => (b + i) % dictionary.length), dictionary });
+    return new RecordBatch(SCHEMA, makeData({ type: new Struct(SCHEMA.fields), length: rows, nullCount: 0, children: [id, d] }));
+  }
+
+  test('a stream whose every batch brings a delta: each batch\'s dictionary extends the one before (each message decoded once: 2,000 such batches took 423 s)', async () => {
+    const writer = new RecordBatchStreamWriter();
+    writer.reset(undefined, SCHEMA);
+    let dictionary = vectorFromArray(['v0'], new Utf8());
+    const expected: string[] = [];
+    for (let b = 0; b < 20; b++) {
+      if (b > 0) dictionary = dictionary.concat(vectorFromArray([`v${b}`], new Utf8()));
+      const batch = batchOver(dictionary, b);
+      for (const row of batch) expected.push(JSON.stringify(row?.toJSON()));
+      writer.write(batch);
+    }
+    writer.finish();
+    const path = join(dir, 'deltas.arrows');
+    await writeFile(path, writer.toUint8Array(true));
+    const input = await openArrowInput(path);
+    const rows: string[] = [];
+    let previous: Vector | null = null;
+    for await (const batch of input.batches()) {
+      for (const row of batch) rows.push(JSON.stringify(row?.toJSON()));
+      const current = batch.getChild('d')!.data[0]!.dictionary!;
+      if (previous !== null) expect(previous.data.every((chunk, i) => chunk === current.data[i])).toBe(true);
+      previous = current;
+    }
+    await input.close();
+    expect(rows).toEqual(expected);
+    expect(previous!.length).toBe(20);
+  });
+
+  test("a dictionary message of an id the schema does not have is CS_CORRUPT_DATA at that message's own offset", async () => {
+    const schema = encodeSchemaMessage(SCHEMA);
+    const values = new TextEncoder().encode('ab');
+    const message = await encodeRecordBatchMessage(2, [{ length: 2, nullCount: 0 }], [new Uint8Array(0), Uint8Array.from(new Int32Array([0, 1, 2]).buffer as never), values], null, undefined, { id: 99, isDelta: false });
+    const path = join(dir, 'unknown-id.arrows');
+    await writeFile(path, Buffer.concat([schema, ...message.chunks, Buffer.from([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0])]));
+    const input = await openArrowInput(path);
+    const reading = (async () => {
+      for await (const _ of input.batches());
+    })();
+    await expect(reading).rejects.toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('unknown dictionary id 99'), where: { file: path, offset: schema.byteLength } });
+    await input.close();
   });
 });

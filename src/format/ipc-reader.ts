@@ -39,7 +39,7 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
   assertUsableSchema(schema, messages);
   restoreEmptyFieldNames(schema); // once it is known to be whole
   const version = first.message.version;
-  const dictionaries = new Map<number, Vector>();
+  const dictionaries = options.dictionaries ?? new Map<number, Vector>();
 
   const types = schema.fields.map((f) => f.type);
   const kinds = flatKindsOf(types);
@@ -215,6 +215,12 @@ export interface IpcReadOptions {
    * bytes wherever a buffer is stored raw.
    */
   borrowed?: boolean;
+  /**
+   * The dictionaries (by id) of the messages before `bytes`, for a caller
+   * that reads one stream a message at a time (the CLI's input files): the
+   * stream's dictionary batches replace or extend them here. Default: none.
+   */
+  dictionaries?: Map<number, Vector>;
 }
 
 /** The schema of an IPC stream, read from its first message. */
