@@ -1,5 +1,7 @@
+import { createRequire } from 'node:module';
 import { decompressFrame } from 'lz4-napi';
 import * as zstd from 'zstd-napi';
+import type * as ZstdBinding from 'zstd-napi/binding.js';
 import { CompressionType } from 'apache-arrow/fb/compression-type';
 import { ShuffleError } from '../errors.js';
 import { compressLz4Frame, decompressSingleBlock } from './lz4-frame.js';
@@ -22,8 +24,8 @@ export interface Codec {
   readonly arrowType: CompressionType;
   /** The compressed frame, possibly as several pieces to be written back to back (saves a copy). */
   compress(input: Uint8Array): Promise<Uint8Array[]>;
-  /** `size`: the uncompressed length the buffer's prefix declares, when known (lets lz4 decode small frames at once) */
-  decompress(input: Uint8Array, size?: number): Promise<Uint8Array>;
+  /** `size`: the uncompressed length the buffer's prefix declares (lz4 decodes small frames at once, zstd into a buffer of that size) */
+  decompress(input: Uint8Array, size: number): Promise<Uint8Array>;
   /**
    * The same, on the calling thread, when that is the faster way (a small
    * one-block LZ4 frame; any Zstandard frame, as zstd-napi has no async call),
@@ -46,7 +48,7 @@ const lz4: Codec = {
   name: 'lz4',
   arrowType: CompressionType.LZ4_FRAME,
   compress: compressLz4Frame,
-  decompress: async (input, size) => (size === undefined ? null : decompressSingleBlock(input, size)) ?? decompressFrame(input),
+  decompress: async (input, size) => decompressSingleBlock(input, size) ?? decompressFrame(input),
   decompressSync: decompressSingleBlock,
   // an LZ4 sequence expands at most 255:1; frame headers and block sizes only add to the input
   sizeMismatch: (input, declared) =>
@@ -59,13 +61,33 @@ const zstdCodec: Codec = {
   name: 'zstd',
   arrowType: CompressionType.ZSTD,
   compress: async (input) => [zstd.compress(input, { compressionLevel: ZSTD_LEVEL })],
-  decompress: async (input) => zstd.decompress(input),
-  decompressSync: (input) => zstd.decompress(input),
+  decompress: async (input, size) => decompressZstd(input, size),
+  decompressSync: decompressZstd,
   sizeMismatch: (input, declared) => {
     const size = zstdFrameContentSize(input);
     return size !== null && size !== declared ? `the Zstandard frame declares ${size} bytes` : null;
   },
 };
+
+/** zstd-napi's low-level binding (a documented module of the package): one decompression context, used one-shot. */
+const zstdBinding = createRequire(import.meta.url)('zstd-napi/binding.js') as typeof ZstdBinding;
+let zstdContext: ZstdBinding.DCtx | null = null;
+
+/**
+ * Decompresses Zstandard frames into a buffer of the `size` bytes the
+ * caller was told, in one ZSTD_decompressDCtx call (which starts afresh each
+ * time). zstd-napi's `decompress` shares one context and streams a frame that
+ * declares no content size: a truncated one returned what it had and left the
+ * context mid-frame, and every later call in the process then failed
+ * ("Operation not authorized at current processing stage"), good data too.
+ */
+function decompressZstd(input: Uint8Array, size: number): Uint8Array {
+  zstdContext ??= new zstdBinding.DCtx();
+  const out = Buffer.allocUnsafeSlow(size); // an ArrayBuffer of its own: 8-aligned, not the shared pool's
+  const written = zstdContext.decompress(out, input);
+  if (written !== size) throw new Error(`the Zstandard frames hold ${written} bytes, not ${size}`);
+  return out;
+}
 
 /**
  * The Frame_Content_Size a Zstandard frame header declares, or null when absent.
