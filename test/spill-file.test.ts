@@ -56,3 +56,24 @@ test('copyPartition returns each partition its segments in run order, for any wi
     { numRuns: 60 },
   );
 });
+
+test('a segment exactly as long as its window is read into the window, not served from what the window held (724 of its 1024 bytes came back)', async () => {
+  const file = await SpillFile.create(dir);
+  file.beginRun();
+  await file.writeSegment(0, [new Uint8Array(300).fill(1)]);
+  await file.writeSegment(1, [new Uint8Array(1024).fill(2)]);
+  await file.flushRun();
+  file.endRun();
+  // one run through a 1024-byte buffer: a window of 1024 bytes, first filled from partition 0's offset
+  const buffer = new Uint8Array(1024);
+  const got: number[][] = [[], []];
+  let current = 0;
+  const sink: MergeSink = { append: async (bytes) => void got[current]!.push(...bytes), flush: async () => undefined };
+  for (const p of [0, 1]) {
+    current = p;
+    await file.copyPartition(p, buffer, sink);
+  }
+  expect(got[0]).toEqual(new Array(300).fill(1));
+  expect(got[1]).toEqual(new Array(1024).fill(2));
+  await file.delete();
+});
