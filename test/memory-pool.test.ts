@@ -18,6 +18,19 @@ describe('MemoryPool accounting', () => {
     expect(pool.consumers().map((c) => c.name)).toEqual(['a']);
   });
 
+  test('peak counts idle recycled buffers too: what the pool holds, not only what is reserved', () => {
+    const pool = new MemoryPool(1 << 30, { releaseIdleAfterMs: Infinity });
+    const a = pool.register('a');
+    const bytes = 1 << 20;
+    a.tryGrow(bytes);
+    a.recycler.give(a.recycler.take(bytes));
+    a.shrink(bytes); // 1 MiB idle in the recycler, nothing reserved
+    expect(pool.idle).toBe(bytes);
+    pool.register('b').tryGrow(4096);
+    expect(pool.held).toBe(bytes + 4096);
+    expect(pool.peak).toBe(bytes + 4096);
+  });
+
   test('tryGrow past the limit returns false and changes nothing', () => {
     const pool = new MemoryPool(100);
     const a = pool.register('a');
@@ -162,6 +175,20 @@ describe('MemoryPool reclaim protocol', () => {
     expect(() => requester.tryGrow(1)).toThrow(/left the pool/);
     requester.shrink(10); // what a step still on its way releases was released by free(): nothing changes
     expect(pool.reserved).toBe(40);
+  });
+
+  test("a requester whose own reclaim frees memory and then throws gets its error, and is not granted the grow (it kept the bytes it asked for)", async () => {
+    const pool = new MemoryPool(100);
+    const spiller = pool.register('spiller', {
+      reclaim: async () => {
+        spiller.shrink(60); // spilled some, then the disk filled
+        throw new Error('disk full');
+      },
+    });
+    spiller.tryGrow(90);
+    await expect(spiller.grow(50)).rejects.toThrow('disk full');
+    expect(spiller.size).toBe(30);
+    expect(pool.reserved).toBe(30);
   });
 
   test('when nothing can be freed, grow fails with a MemoryLimitError that says who, how much and what remains', async () => {
