@@ -68,6 +68,16 @@ describe('BatchCoalescer: batches with unrelated dictionaries', () => {
     expect(valuesOf(out[0]!)).toEqual(['a', 'b', 'c', 'a']);
   });
 
+  test('a dictionary that is another Vector over the same chunks keeps its indices: nothing is appended', () => {
+    const first = batch(['a', 'b'], [0, 1]);
+    const same = new Vector(dictionaryColumn(first).dictionary!.data);
+    const second = new RecordBatch(SCHEMA, makeData({ type: new Struct(SCHEMA.fields), length: 2, nullCount: 0, children: [makeData({ type: TYPE, length: 2, data: Int32Array.of(1, 0), dictionary: same } as never)] }));
+    const out = coalesce([first, second]);
+    expect(out).toHaveLength(1);
+    expect(dictionaryColumn(out[0]!).dictionary!.length).toBe(2);
+    expect(valuesOf(out[0]!)).toEqual(['a', 'b', 'b', 'a']);
+  });
+
   test('int8 indices address 128 values: 100 and 28 merge, 100 and 29 are flushed apart, every value right', () => {
     const schema = new Schema([new Field('d', new Dictionary(new Utf8(), new Int8(), 3), true)]);
     const values = (tag: string, n: number) => Array.from({ length: n }, (_, i) => `${tag}${i}`);
