@@ -53,10 +53,12 @@ const SPILL_NAME = /^columnar-shuffle-spill-[0-9a-f]{16}\.tmp$/;
  * delete that writer's files, and could see a commit half done.
  *
  * Returns the paths removed, sorted. Errors are `ShuffleError`s:
- * `CS_INVALID_ARGUMENT` when no location is given, `CS_FILE_NOT_FOUND` when a
+ * `CS_INVALID_ARGUMENT` when no location is given or `outputPrefix` ends in a
+ * path separator, `CS_FILE_NOT_FOUND` when a
  * directory (`outputDir`, `spillDir`, or the prefix's directory) does not exist
  * or is not a directory (a mistyped path is reported, not taken as "nothing to
- * clean"), `CS_IO` when a file cannot be listed or removed.
+ * clean"), `CS_IO` when a file cannot be listed or removed (every other
+ * file is still removed first; the error says how many were).
  */
 export async function removeLeftovers(locations: LeftoverLocations): Promise<string[]> {
   const { outputPrefix, outputDir, spillDir } = locations ?? {};
@@ -67,6 +69,10 @@ export async function removeLeftovers(locations: LeftoverLocations): Promise<str
     if (value !== undefined && (typeof value !== 'string' || value === '')) {
       throw new ShuffleError('CS_INVALID_ARGUMENT', `removeLeftovers: ${name} must be a non-empty path, got ${JSON.stringify(value)}`);
     }
+  }
+  // the writer refuses such a prefix too: it names no output, and the directory's own hidden `.data` would be taken for one
+  if (outputPrefix !== undefined && /[/\\]$/.test(outputPrefix)) {
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `removeLeftovers: outputPrefix names a directory ('${outputPrefix}'): give the prefix of an output in it, or pass it as outputDir`);
   }
   const doomed = new Set<string>();
   if (outputPrefix !== undefined) {
@@ -87,8 +93,20 @@ export async function removeLeftovers(locations: LeftoverLocations): Promise<str
     for (const name of await regularFiles(spillDir, 'spill')) if (SPILL_NAME.test(name)) doomed.add(join(spillDir, name));
   }
   const removed: string[] = [];
-  // a file gone meanwhile is not ours to report
-  for (const path of [...doomed].sort()) if (await removeFile(path, 'a leftover file')) removed.push(path);
+  const failures: ShuffleError[] = [];
+  // every file is tried, also after one that cannot be removed; a file gone meanwhile is not ours to report
+  for (const path of [...doomed].sort()) {
+    try {
+      if (await removeFile(path, 'a leftover file')) removed.push(path);
+    } catch (error) {
+      failures.push(error as ShuffleError);
+    }
+  }
+  if (failures.length > 0) {
+    const first = failures[0]!;
+    const why = first.cause instanceof Error ? first.cause.message : first.message;
+    throw new ShuffleError('CS_IO', `cannot remove ${failures.length} of the ${doomed.size} leftover files (${removed.length} removed); the first: ${why}`, first.where, { cause: first });
+  }
   return removed;
 }
 

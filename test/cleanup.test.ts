@@ -57,6 +57,12 @@ describe('removeLeftovers: outputPrefix', () => {
     expect(await list()).toEqual([...LOOKALIKES, `other.data.${HEX12}.tmp`, `out2.data.${HEX12}.tmp`, `out.x.data.${HEX12}.tmp`].sort());
   });
 
+  test("a prefix ending in a path separator is CS_INVALID_ARGUMENT: it names no output, and the directory's hidden '.data' was removed as one", async () => {
+    await touch('.data', '.checksum.CRC32C');
+    await expect(removeLeftovers({ outputPrefix: `${dir}/` })).rejects.toMatchObject({ code: 'CS_INVALID_ARGUMENT', message: expect.stringContaining('names a directory') });
+    expect(await list()).toEqual(['.checksum.CRC32C', '.data']);
+  });
+
   test('a prefix whose name holds regex characters is taken literally', async () => {
     await touch(`a+b.data.${HEX12}.tmp`, `aab.data.${HEX12}.tmp`, `a.b.data.${HEX12}.tmp`);
     expect(await removeLeftovers({ outputPrefix: join(dir, 'a+b') })).toEqual(paths(`a+b.data.${HEX12}.tmp`));

@@ -5,7 +5,10 @@ import { ioError, ShuffleError } from '../errors.js';
 /**
  * Where the reader gets bytes from: a local file now, later a remote map
  * output or an object store. Implementations must return exactly the bytes
- * asked for, or throw a ShuffleError that names the source.
+ * asked for, or throw (a ShuffleError that names the source; any other error
+ * becomes CS_IO naming it). The bytes `read` returns become the reader's: it
+ * keeps views into them in the batches it yields, so a source must not reuse
+ * or change them (one that reuses a buffer implements `readInto`).
  *
  * Protocol: any number of `size` / `read` calls, possibly concurrent, then `close` once.
  */

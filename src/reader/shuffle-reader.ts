@@ -2,12 +2,21 @@ import type { RecordBatch, Schema } from 'apache-arrow';
 import { ShuffleError, type ErrorLocation } from '../errors.js';
 import { readIpcSchema, readIpcStream } from '../format/ipc-reader.js';
 import { crc32cOf, outputPaths } from '../format/output-files.js';
+import { runEveryStep } from '../run-every-step.js';
 import { isRowPartition, parseRowPartitionHeader, rowHeaderLength } from '../sort-writer/row-format.js';
 import { readRowPartition, RowHeaderCache } from '../sort-writer/row-reader.js';
 import { sameSchema } from '../writer/same-schema.js';
 import { BatchCoalescer } from './batch-coalescer.js';
 import { LocalFileSource, type ByteRangeSource } from './byte-source.js';
+import { CheckedSource } from './checked-source.js';
 import { retainReaderShapes } from './reader-shapes.js';
+
+/** ShuffleOutputSources as the reader holds them (checked-source.ts). */
+interface CheckedSources {
+  data: CheckedSource;
+  index: CheckedSource;
+  checksum: CheckedSource | undefined;
+}
 
 /** The sources of one shuffle output; `checksum` is optional (outputs of other writers may have none). */
 export interface ShuffleOutputSources {
@@ -65,7 +74,7 @@ export class ShuffleReader {
   private readonly idleReadBuffers: Uint8Array[] = [];
   private readonly readRunBytes: number;
   private constructor(
-    private readonly sources: ShuffleOutputSources,
+    private readonly sources: CheckedSources,
     offsets: number[],
     checksums: number[] | null,
     private readonly openOptions: OpenOptions,
@@ -93,9 +102,18 @@ export class ShuffleReader {
     }
   }
 
-  /** Reads the index (and checksums) from the given sources and validates them against the data's size. */
-  static async fromSources(sources: ShuffleOutputSources, options: OpenOptions = {}): Promise<ShuffleReader> {
+  /**
+   * Reads the index (and checksums) from the given sources and validates them
+   * against the data's size. The reader closes the sources on `close()`; when
+   * this fails, they stay the caller's to close.
+   */
+  static async fromSources(given: ShuffleOutputSources, options: OpenOptions = {}): Promise<ShuffleReader> {
     await retainReaderShapes();
+    const sources: CheckedSources = {
+      data: CheckedSource.of(given.data),
+      index: CheckedSource.of(given.index),
+      checksum: given.checksum === undefined ? undefined : CheckedSource.of(given.checksum),
+    };
     const { index, data, checksum } = sources;
     const runBytes = options.readRunBytes;
     if (runBytes !== undefined && !(Number.isSafeInteger(runBytes) && runBytes >= 0)) {
@@ -304,8 +322,10 @@ export class ShuffleReader {
     if (last) yield last;
   }
 
+  /** Closes the sources, each once (also when one of them fails to close, or close() is called again). */
   async close(): Promise<void> {
-    await Promise.all([this.sources.data.close(), this.sources.index.close(), this.sources.checksum?.close()]);
+    const { data, index, checksum } = this.sources;
+    await runEveryStep([() => data.close(), () => index.close(), () => checksum?.close()]);
   }
 
   private assertPartition(p: number): void {

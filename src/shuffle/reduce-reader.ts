@@ -2,6 +2,7 @@ import type { RecordBatch, Schema } from 'apache-arrow';
 import { atMapOutput, ShuffleError } from '../errors.js';
 import { BatchCoalescer } from '../reader/batch-coalescer.js';
 import { ShuffleReader, type OpenOptions, type ShuffleOutputSources } from '../reader/shuffle-reader.js';
+import { runEveryStep } from '../run-every-step.js';
 import { sameSchema, schemaDifference } from '../writer/same-schema.js';
 import { idLocation, type MapOutputId } from './map-output-id.js';
 import { MAX_MAPS, type MapOutputLocator } from './map-output-tracker.js';
@@ -28,7 +29,11 @@ export interface ReduceReaderOptions {
   coalesceRows?: number;
   /** With a locator: fail with CS_MAP_OUTPUT_TIMEOUT if some map output is still not committed this long after reading began (default 120 s; at most 2^31 - 1, or Infinity: no timeout). */
   waitTimeoutMs?: number;
-  /** Aborting it stops the reader at its next step with CS_ABORTED, releasing everything. */
+  /**
+   * Aborting it stops the reader at once with CS_ABORTED, releasing everything:
+   * every open output is closed, also one with a read on its way (a source read
+   * that never ends cannot hold the abort back; a source's `close()` is its cancel).
+   */
   signal?: AbortSignal;
   /** Opens a map output's files; default: its local files (`<prefix>.data`, `.index`, `.checksum.CRC32C`). */
   openOutput?: (status: MapStatus) => Promise<ShuffleOutputSources>;
@@ -86,7 +91,9 @@ const MAX_TIMER_MS = 0x7fffffff;
  * Protocol: `new ReduceReader(options)`, then iterate (`for await`). Stopping
  * early (`break`, `return()`, a thrown error, or `signal`) closes every open
  * file, drops the waits for map outputs and clears the timeout: nothing is
- * left behind. Single use.
+ * left behind. `return()` lets a read already on its way finish before its
+ * output closes; an aborted `signal` closes the outputs at once (a source's
+ * `close()` is its cancel), leaving such a read to end unread. Single use.
  */
 export class ReduceReader implements AsyncIterableIterator<RecordBatch> {
   readonly metrics: ReduceReadMetrics = {
@@ -262,12 +269,24 @@ export class ReduceReader implements AsyncIterableIterator<RecordBatch> {
       stop.abort(); // drops the waits for map outputs still pending
       this.options.signal?.removeEventListener('abort', onOuterAbort);
       clearTimeout(timer);
-      await Promise.all(
-        [...open].map(async (source) => {
-          await source.pending; // the read in flight (never rejects) must end before its file closes
-          await closeSource(source);
-        }),
-      );
+      if (this.options.signal?.aborted === true && !this.closeRequested) {
+        // aborted: every output open is closed now, its read in flight left to fail or end unread (a source
+        // read that never returned held the abort back for good: a ByteRangeSource has no cancel but close);
+        // one still being opened is closed once it is
+        await Promise.all(
+          [...open].map(async (source) => {
+            if (source.reader === null) void source.pending.then(() => closeSource(source)).catch(() => undefined);
+            else await source.reader.close().catch(() => undefined);
+          }),
+        );
+      } else {
+        await Promise.all(
+          [...open].map(async (source) => {
+            await source.pending; // the read in flight (never rejects) must end before its file closes
+            await closeSource(source);
+          }),
+        );
+      }
     }
   }
 
@@ -350,9 +369,7 @@ export class ReduceReader implements AsyncIterableIterator<RecordBatch> {
     source.pending = (async (): Promise<Step> => {
       try {
         const { openOutput, readerOptions } = this.options;
-        source.reader = openOutput === undefined
-          ? await ShuffleReader.open(status.location.prefix, readerOptions)
-          : await ShuffleReader.fromSources(await openOutput(status), readerOptions);
+        source.reader = openOutput === undefined ? await ShuffleReader.open(status.location.prefix, readerOptions) : await fromOpened(await openOutput(status), readerOptions);
         assertMatchesStatus(source.reader, status);
         source.batches = source.reader.readPartitions(this.start, this.end);
       } catch (error) {
@@ -397,6 +414,16 @@ function assertMatchesStatus(reader: ShuffleReader, status: MapStatus): void {
         { ...where, partition: p },
       );
     }
+  }
+}
+
+/** A reader over sources `openOutput` opened; they are closed when it cannot be made (they stayed open, 3 descriptors a map output). */
+async function fromOpened(sources: ShuffleOutputSources, options: OpenOptions | undefined): Promise<ShuffleReader> {
+  try {
+    return await ShuffleReader.fromSources(sources, options);
+  } catch (error) {
+    await runEveryStep([() => sources.data.close(), () => sources.index.close(), () => sources.checksum?.close()]).catch(() => undefined);
+    throw error;
   }
 }
 
