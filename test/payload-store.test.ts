@@ -3,7 +3,7 @@
  * were made, whether they were spilled (run by run), evicted straight from buffers into a run, or
  * kept in memory, also when spills are asked for while an earlier one is still on its way.
  */
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { DataFileWriter } from '../src/format/output-files.js';
@@ -60,4 +60,27 @@ test('payloads made for partitions in any order, spilled or kept, are merged par
   expect(tags).toEqual([SCHEMA, 1, 0xff, SCHEMA, 11, 0xff, SCHEMA, 21, 0xff, SCHEMA, 31, 32, 0xff]);
   expect(partitionLengths).toEqual([24, 24, 24, 32, 0]);
   expect(Array.from(store.batchCounts)).toEqual([1, 1, 1, 2, 0]);
+});
+
+test('a spill run that fails (its directory gone) keeps its payloads, ahead of one added while it ran: a later spill and the merge write them all, in order', async () => {
+  const pool = new MemoryPool(1 << 20);
+  const spillDir = join(dir, 'spill');
+  const store = new PayloadStore(2, pool.register('store'), spillDir, { bufferBytes: 64 << 10, maxHeldBytes: Infinity }, 16 << 10, false);
+  store.add(0, message(1), 0);
+  store.add(1, message(11), 0);
+  const failing = store.spill(); // it takes the payloads at once
+  store.add(0, message(2), 0); // made while the run is on its way
+  await expect(failing).rejects.toMatchObject({ code: 'CS_FILE_NOT_FOUND' });
+  expect(store.spillCount).toBe(0);
+  await mkdir(spillDir);
+  await store.spill();
+  store.add(0, message(3), 0);
+
+  const output = await DataFileWriter.create(join(dir, 'out'));
+  await store.merge(output, new Uint8Array(8).fill(SCHEMA));
+  await output.commit();
+  await store.discard();
+  const data = await readFile(join(dir, 'out.data'));
+  const tags = Array.from({ length: data.byteLength / 8 }, (_, i) => data[i * 8]);
+  expect(tags).toEqual([SCHEMA, 1, 2, 3, 0xff, SCHEMA, 11, 0xff]);
 });
