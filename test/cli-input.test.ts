@@ -10,16 +10,13 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import { Dictionary, Field, Int32, List, makeData, RecordBatch, RecordBatchStreamWriter, Schema, Struct, Table, tableToIPC, Utf8, vectorFromArray, type Vector } from 'apache-arrow';
-import { MetadataVersion } from 'apache-arrow/enum';
-import { FileBlock, Footer } from 'apache-arrow/ipc/metadata/file';
-import { Message } from 'apache-arrow/ipc/metadata/message';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { ShuffleError } from '../src/errors.js';
-import { frameOf } from '../src/cli/ipc-frames.js';
 import { encodeRecordBatchMessage, encodeSchemaMessage } from '../src/format/ipc-message.js';
 import { openArrowInput } from '../src/cli/input.js';
 import { main } from '../src/cli/main.js';
 import { ShuffleReader } from '../src/reader/shuffle-reader.js';
+import { fileOf } from './support/arrow-file.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
 
 let dir = '';
@@ -58,41 +55,6 @@ async function rowsOf(path: string): Promise<string[]> {
   }
 }
 
-/**
- * An Arrow file of the stream's messages, laid out as they come, with a
- * footer listing each one in its list; `swapKinds` lists the first record
- * batch as a dictionary block and the first dictionary as a record batch block.
- *
- * ```text
- * ARROW1 00 00 | dictionary and record batch messages | FF FF FF FF 00 00 00 00 | footer | int32 footer length | ARROW1
- * ```
- */
-function fileOf(stream: Uint8Array, schema: Schema, swapKinds = false): Uint8Array {
-  const parts: Uint8Array[] = [Buffer.from('ARROW1\0\0')];
-  const records: FileBlock[] = [];
-  const dictionaries: FileBlock[] = [];
-  let offset = 8;
-  for (let position = 0; ; ) {
-    const frame = frameOf(stream.subarray(position, position + 8));
-    if (frame.kind !== 'message') break;
-    const metadataEnd = position + frame.prefixLength + frame.metadataLength;
-    const message = Message.decode(stream.subarray(position + frame.prefixLength, metadataEnd));
-    const end = metadataEnd + Number(message.bodyLength);
-    if (!message.isSchema()) {
-      const block = new FileBlock(frame.prefixLength + frame.metadataLength, message.bodyLength, offset);
-      (message.isRecordBatch() ? records : dictionaries).push(block);
-      parts.push(stream.subarray(position, end));
-      offset += end - position;
-    }
-    position = end;
-  }
-  if (swapKinds) [records[0], dictionaries[0]] = [dictionaries[0]!, records[0]!];
-  const footer = Footer.encode(new Footer(schema, MetadataVersion.V5, records, dictionaries));
-  const length = new Uint8Array(4);
-  new DataView(length.buffer).setInt32(0, footer.byteLength, true);
-  return Buffer.concat([...parts, Buffer.from([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]), footer, length, Buffer.from('ARROW1')]);
-}
-
 describe('a damaged Arrow file footer', () => {
   test('any one footer word set to 0 or all ones gives the rows or a typed error, never an untyped one (a null child field threw a TypeError)', async () => {
     const file = tableToIPC(NESTED, 'file');
@@ -123,7 +85,7 @@ describe('a damaged Arrow file footer', () => {
     await writeFile(good, fileOf(stream, DICTIONARY.schema));
     expect(await rowsOf(good)).toHaveLength(10);
     const swapped = join(dir, 'swapped.arrow');
-    await writeFile(swapped, fileOf(stream, DICTIONARY.schema, true));
+    await writeFile(swapped, fileOf(stream, DICTIONARY.schema, { swapKinds: true }));
     await expect(rowsOf(swapped)).rejects.toMatchObject({
       code: 'CS_CORRUPT_DATA',
       // dictionary blocks are read first: the first one listed is the record batch's message, after the dictionary's

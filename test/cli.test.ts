@@ -27,8 +27,6 @@ import {
   Utf8,
   vectorFromArray,
 } from 'apache-arrow';
-import { MetadataVersion } from 'apache-arrow/enum';
-import { FileBlock, Footer } from 'apache-arrow/ipc/metadata/file';
 import { Message } from 'apache-arrow/ipc/metadata/message';
 import { main, USAGE, type MainOptions } from '../src/cli/main.js';
 import { ShuffleWriter } from '../src/writer/shuffle-writer.js';
@@ -40,6 +38,7 @@ import { createProgress, render } from '../src/cli/progress.js';
 import { frameOf } from '../src/cli/ipc-frames.js';
 import { hashColumnInto, pmod, SPARK_HASH_SEED } from '../src/writer/murmur3.js';
 import { defaultMemoryLimit, systemMemory } from '../src/memory/system-memory.js';
+import { fileOf } from './support/arrow-file.js';
 
 const exec = promisify(execFile);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -140,30 +139,6 @@ function rowsOf(table: Table): unknown[] {
     .toArray()
     .map((row) => row.toJSON())
     .sort((a, b) => Number(a.id) - Number(b.id));
-}
-
-/** A partition's IPC stream turned into an Arrow file (what pyarrow's Feather V2 writer makes, LZ4 included). */
-function streamToFile(stream: Uint8Array, schema: Schema, blockOffset: (offset: number) => number = (offset) => offset): Uint8Array {
-  const parts: Uint8Array[] = [Buffer.from('ARROW1\0\0')];
-  const blocks: FileBlock[] = [];
-  let offset = 8;
-  for (let position = 0; ; ) {
-    const frame = frameOf(stream.subarray(position, position + 8));
-    if (frame.kind !== 'message') break;
-    const metadataEnd = position + frame.prefixLength + frame.metadataLength;
-    const message = Message.decode(stream.subarray(position + frame.prefixLength, metadataEnd));
-    const end = metadataEnd + Number(message.bodyLength);
-    if (message.isRecordBatch()) {
-      blocks.push(new FileBlock(frame.prefixLength + frame.metadataLength, message.bodyLength, blockOffset(offset)));
-      parts.push(stream.subarray(position, end));
-      offset += end - position;
-    }
-    position = end;
-  }
-  const footer = Footer.encode(new Footer(schema, MetadataVersion.V5, blocks, []));
-  const length = new Uint8Array(4);
-  new DataView(length.buffer).setInt32(0, footer.byteLength, true);
-  return Buffer.concat([...parts, Buffer.from([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]), footer, length, Buffer.from('ARROW1')]);
 }
 
 /** The record-batch messages of an IPC stream, and how many of them have a compressed body. */
@@ -279,7 +254,7 @@ describe('write', () => {
     const written = json(await cli('write', join(dir, 'input.arrow'), '-p', '1', '--partitioning', 'single', '-o', first, '--codec', 'zstd', '--json'));
     const zstdStream = await readFile(`${first}.data`); // one partition: a whole ZSTD-compressed IPC stream
     await writeFile(join(dir, 'zstd.arrows'), zstdStream);
-    await writeFile(join(dir, 'zstd.feather'), streamToFile(zstdStream, SCHEMA));
+    await writeFile(join(dir, 'zstd.feather'), fileOf(zstdStream, SCHEMA));
     expect(written.rows).toBe(INPUT_ROWS);
 
     for (const name of ['zstd.arrows', 'zstd.feather']) {
@@ -814,7 +789,7 @@ describe('errors', () => {
     ['negative', -8, () => undefined, /message offset -8 is before the start of the file/],
   ])("an Arrow file whose footer puts a batch at an offset %s is CS_CORRUPT_DATA naming the file and why, and leaves no output", async (_, offset, patch, why) => {
     const bad = join(dir, 'bad-block.arrow');
-    const file = Buffer.from(streamToFile(tableToIPC(INPUT, 'stream'), INPUT.schema, () => offset));
+    const file = Buffer.from(fileOf(tableToIPC(INPUT, 'stream'), INPUT.schema, { blockOffset: () => offset }));
     patch(file);
     await writeFile(bad, file);
     const before = await readdir(dir);

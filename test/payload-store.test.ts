@@ -20,6 +20,16 @@ afterEach(async () => removeDir(dir));
 const message = (tag: number): EncodedMessage => ({ chunks: [new Uint8Array(8).fill(tag)], byteLength: 8 });
 const SCHEMA = 9;
 
+/** Merges the store into an output (each message 8 bytes of one tag) and reads back the tag of every message, in order. */
+async function mergedTags(store: PayloadStore): Promise<{ tags: number[]; partitionLengths: number[] }> {
+  const output = await DataFileWriter.create(join(dir, 'out'));
+  await store.merge(output, new Uint8Array(8).fill(SCHEMA));
+  const { partitionLengths } = await output.commit();
+  await store.discard();
+  const data = await readFile(join(dir, 'out.data'));
+  return { tags: Array.from({ length: data.byteLength / 8 }, (_, i) => data[i * 8]!), partitionLengths: [...partitionLengths] };
+}
+
 test('a spill asked for while another is on its way writes the payloads cached when it was asked, then its evicted rows; payloads made later follow them', async () => {
   const pool = new MemoryPool(1 << 20);
   const store = new PayloadStore(1, pool.register('store'), dir, { bufferBytes: 64 << 10, maxHeldBytes: Infinity }, 16 << 10, false);
@@ -32,12 +42,7 @@ test('a spill asked for while another is on its way writes the payloads cached w
   await Promise.all([first, second]);
   expect(store.spillCount).toBe(2);
 
-  const output = await DataFileWriter.create(join(dir, 'out'));
-  await store.merge(output, new Uint8Array(8).fill(SCHEMA));
-  await output.commit();
-  await store.discard();
-  const data = await readFile(join(dir, 'out.data'));
-  const tags = Array.from({ length: data.byteLength / 8 }, (_, i) => data[i * 8]);
+  const { tags } = await mergedTags(store);
   expect(tags).toEqual([SCHEMA, 1, 2, 3, 4, 0xff]); // 0xff: the end-of-stream marker's continuation bytes
 });
 
@@ -51,12 +56,7 @@ test('payloads made for partitions in any order, spilled or kept, are merged par
   store.add(3, message(32), 0);
   store.add(0, message(1), 0);
 
-  const output = await DataFileWriter.create(join(dir, 'out'));
-  await store.merge(output, new Uint8Array(8).fill(SCHEMA));
-  const { partitionLengths } = await output.commit();
-  await store.discard();
-  const data = await readFile(join(dir, 'out.data'));
-  const tags = Array.from({ length: data.byteLength / 8 }, (_, i) => data[i * 8]);
+  const { tags, partitionLengths } = await mergedTags(store);
   expect(tags).toEqual([SCHEMA, 1, 0xff, SCHEMA, 11, 0xff, SCHEMA, 21, 0xff, SCHEMA, 31, 32, 0xff]);
   expect(partitionLengths).toEqual([24, 24, 24, 32, 0]);
   expect(Array.from(store.batchCounts)).toEqual([1, 1, 1, 2, 0]);
@@ -76,11 +76,6 @@ test('a spill run that fails (its directory gone) keeps its payloads, ahead of o
   await store.spill();
   store.add(0, message(3), 0);
 
-  const output = await DataFileWriter.create(join(dir, 'out'));
-  await store.merge(output, new Uint8Array(8).fill(SCHEMA));
-  await output.commit();
-  await store.discard();
-  const data = await readFile(join(dir, 'out.data'));
-  const tags = Array.from({ length: data.byteLength / 8 }, (_, i) => data[i * 8]);
+  const { tags } = await mergedTags(store);
   expect(tags).toEqual([SCHEMA, 1, 2, 3, 0xff, SCHEMA, 11, 0xff]);
 });
