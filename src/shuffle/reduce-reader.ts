@@ -269,24 +269,22 @@ export class ReduceReader implements AsyncIterableIterator<RecordBatch> {
       stop.abort(); // drops the waits for map outputs still pending
       this.options.signal?.removeEventListener('abort', onOuterAbort);
       clearTimeout(timer);
-      if (this.options.signal?.aborted === true && !this.closeRequested) {
-        // aborted: every output open is closed now, its read in flight left to fail or end unread (a source
-        // read that never returned held the abort back for good: a ByteRangeSource has no cancel but close);
-        // one still being opened is closed once it is
-        await Promise.all(
-          [...open].map(async (source) => {
-            if (source.reader === null) void source.pending.then(() => closeSource(source)).catch(() => undefined);
-            else await source.reader.close().catch(() => undefined);
-          }),
-        );
-      } else {
-        await Promise.all(
-          [...open].map(async (source) => {
-            await source.pending; // the read in flight (never rejects) must end before its file closes
+      // aborted: every output open is closed now, its read in flight left to fail or end unread (a source read
+      // that never returned held the abort back for good: a ByteRangeSource has no cancel but close); one still
+      // being opened is closed once it is. Otherwise the read in flight (never rejects) ends before its file closes.
+      const aborted = this.options.signal?.aborted === true && !this.closeRequested;
+      await Promise.all(
+        [...open].map(async (source) => {
+          if (!aborted) {
+            await source.pending;
             await closeSource(source);
-          }),
-        );
-      }
+          } else if (source.reader !== null) {
+            await source.reader.close().catch(() => undefined);
+          } else {
+            void source.pending.then(() => closeSource(source)).catch(() => undefined);
+          }
+        }),
+      );
     }
   }
 
