@@ -11,7 +11,7 @@ import type { AnyShuffleWriter, WriterKind } from './writer-kind.js';
  * From this many partitions on, `auto` picks the sort writer at once: Gluten's
  * spark.gluten.sql.columnar.shuffle.sort.partitions.threshold. Here the sort
  * writer overtook the columnar one end to end at about 1,100-3,820 partitions
- * on narrow and nested rows and 260-570 on wide ones, in twenty-seven runs
+ * on narrow and nested rows and 260-570 on wide ones, in twenty-eight runs
  * (bench/RESULTS.md); Gluten's figure is kept as the conservative choice.
  */
 export const SORT_PARTITIONS_THRESHOLD = 4000;
