@@ -307,8 +307,10 @@ export function decodedMessageObjects(bytes: Uint8Array): unknown[] {
 }
 
 /**
- * The columns of a record batch or dictionary batch: by loadFlatColumns when
- * `kinds` says every column is flat, else by arrow-js's VectorLoader.
+ * The columns of a record batch or dictionary batch, from one buffer per
+ * region (8-aligned: arrow-js views 64-bit values in place): by
+ * loadFlatColumns when `kinds` says every column is flat, else by arrow-js's
+ * CompressedVectorLoader, which takes the i-th buffer for the i-th region.
  */
 async function loadColumns(
   header: RecordBatchHeader,
@@ -328,18 +330,17 @@ async function loadColumns(
     }
   }
   try {
+    let buffers: Uint8Array[];
     if (header.compression === null) {
       // the buffers are the body's bytes: counted against the limit too, as the sort writer's blocks are
       const total = header.buffers.reduce((sum, region) => sum + region.length, 0);
       if (total > maxBufferBytes) throw overLimit(messages, messageStart, `its buffers hold ${total} bytes`, maxBufferBytes);
       const bytes = borrowed ? body.slice() : body;
-      if (kinds !== null) {
-        const buffers = header.buffers.map((region) => bytes.subarray(region.offset, region.offset + region.length));
-        return loadFlatColumns(types, kinds, header.nodes, buffers, dictionaries);
-      }
-      return new VectorLoader(bytes, header.nodes, header.buffers, dictionaries, version, header.variadicBufferCounts).visitMany(types);
+      // a caller's stream need not start 8-aligned in memory (a subarray of a larger read): such buffers are copied
+      buffers = header.buffers.map((region) => aligned8(bytes.subarray(region.offset, region.offset + region.length)));
+    } else {
+      buffers = await decompressBody(header, body, messages, messageStart, maxBufferBytes, borrowed);
     }
-    const buffers = await decompressBody(header, body, messages, messageStart, maxBufferBytes, borrowed);
     if (kinds !== null) return loadFlatColumns(types, kinds, header.nodes, buffers, dictionaries);
     return new CompressedVectorLoader(buffers, header.nodes, header.buffers, dictionaries, version, header.variadicBufferCounts).visitMany(types);
   } catch (cause) {

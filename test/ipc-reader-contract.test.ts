@@ -1,0 +1,268 @@
+/**
+ * The contract of readIpcStream / readIpcSchema (src/format/ipc-reader.ts) at
+ * its edges, pinned by a mutation sweep: a stream may end without its
+ * end-of-stream marker or with the legacy 4-byte one; a replacement
+ * dictionary replaces and a delta extends; every length, offset and prefix
+ * taken from the bytes is checked against what is there (at its exact
+ * boundary), and the error names the damage and where it is in the file;
+ * a `borrowed` read buffer may be reused once the batches are read; and
+ * buffers that do not start 8-aligned are still read.
+ */
+import { describe, expect, test } from 'vitest';
+import { Dictionary, Field, FixedSizeBinary, FixedSizeList, Float64, Int32, Int64, List, Schema, Table, tableToIPC, Union, Utf8, vectorFromArray, type DataType } from 'apache-arrow';
+import { UnionMode } from 'apache-arrow/enum';
+import { codecByName } from '../src/format/codec.js';
+import { STORE_RAW } from '../src/format/compression-advisor.js';
+import { encodeRecordBatchHeader, encodeRecordBatchMessage, encodeSchemaMessage, END_OF_STREAM, type FieldNodeInfo } from '../src/format/ipc-message.js';
+import { readIpcSchema, readIpcStream, type IpcReadOptions } from '../src/format/ipc-reader.js';
+import type { ErrorLocation } from '../src/errors.js';
+
+const schema = new Schema([new Field('v', new Int32(), false)]);
+
+const concat = (parts: readonly Uint8Array[]): Uint8Array => new Uint8Array(Buffer.concat(parts));
+const int32Bytes = (values: readonly number[]): Uint8Array => new Uint8Array(Int32Array.from(values).buffer);
+
+/** A record-batch message of one non-null int32 column. */
+async function int32Batch(values: readonly number[], codec: 'lz4' | 'zstd' | null = null): Promise<Uint8Array> {
+  const message = await encodeRecordBatchMessage(values.length, [{ length: values.length, nullCount: 0 }], [new Uint8Array(0), int32Bytes(values)], codec === null ? null : codecByName(codec));
+  return concat(message.chunks);
+}
+
+/** The rows of every batch, as arrays of the first column's values. */
+async function readAll(bytes: Uint8Array, where: ErrorLocation = {}, options: IpcReadOptions = {}): Promise<unknown[][]> {
+  const out: unknown[][] = [];
+  for await (const batch of readIpcStream(bytes, where, options)) out.push([...batch.getChildAt(0)!]);
+  return out;
+}
+
+async function failure(bytes: Uint8Array, where: ErrorLocation = {}, options: IpcReadOptions = {}): Promise<{ code: string; message: string; where: ErrorLocation }> {
+  try {
+    await readAll(bytes, where, options);
+  } catch (error) {
+    return error as { code: string; message: string; where: ErrorLocation };
+  }
+  throw new Error('the stream was read without an error');
+}
+
+describe('where a stream may end', () => {
+  test('without an end-of-stream marker, its last message may end on the last byte', async () => {
+    expect(await readAll(concat([encodeSchemaMessage(schema), await int32Batch([1, 2, 3])]))).toEqual([[1, 2, 3]]);
+    expect(await readAll(encodeSchemaMessage(schema)), 'a bare schema message is an empty stream').toEqual([]);
+    expect(readIpcSchema(encodeSchemaMessage(schema)).fields[0]!.name).toBe('v');
+  });
+
+  test('the legacy framing (no continuation marker) ends with a 4-byte zero', async () => {
+    // legacy: int32 metadata size, then the flatbuffer (the modern form without its 0xFFFFFFFF)
+    const legacy = (framed: Uint8Array) => framed.subarray(4);
+    const bytes = concat([legacy(encodeSchemaMessage(schema)), legacy(await int32Batch([7, 8])), new Uint8Array(4)]);
+    expect(await readAll(bytes)).toEqual([[7, 8]]);
+  });
+});
+
+describe('dictionaries', () => {
+  const type = new Dictionary(new Utf8(), new Int32(), 0);
+  const dictSchema = new Schema([new Field('d', type, false)]);
+
+  async function dictionaryBatch(values: string[], isDelta: boolean): Promise<Uint8Array> {
+    const data = Buffer.from(values.join(''));
+    const offsets: number[] = [0];
+    for (const v of values) offsets.push(offsets[offsets.length - 1]! + Buffer.byteLength(v));
+    const message = await encodeRecordBatchMessage(values.length, [{ length: values.length, nullCount: 0 }], [new Uint8Array(0), int32Bytes(offsets), new Uint8Array(data)], null, undefined, { id: 0, isDelta });
+    return concat(message.chunks);
+  }
+
+  test('a dictionary batch whose column holds fewer values than the batch claims, or whose offsets run past its data, is CS_CORRUPT_DATA', async () => {
+    const offsets = int32Bytes([0, 1, 2]);
+    const short = await encodeRecordBatchMessage(3, [{ length: 2, nullCount: 0 }], [new Uint8Array(0), offsets, Buffer.from('ab')], null, undefined, { id: 0, isDelta: false });
+    const stream = (dictionary: Uint8Array[]) => concat([encodeSchemaMessage(dictSchema), ...dictionary, indexBatch, END_OF_STREAM]);
+    const indexBatch = await int32Batch([0]);
+    expect(await failure(stream(short.chunks))).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('dictionary batch 0 does not hold its 3 values') });
+    const past = await encodeRecordBatchMessage(2, [{ length: 2, nullCount: 0 }], [new Uint8Array(0), int32Bytes([0, 1, 9]), Buffer.from('ab')], null, undefined, { id: 0, isDelta: false });
+    expect(await failure(stream(past.chunks))).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('dictionary 0 is inconsistent') });
+  });
+
+  test('a dictionary batch that is not a delta replaces the dictionary; a delta extends it', async () => {
+    const bytes = concat([
+      encodeSchemaMessage(dictSchema),
+      await dictionaryBatch(['a', 'b'], false),
+      await int32Batch([0, 1]),
+      await dictionaryBatch(['x', 'y'], false),
+      await int32Batch([0, 1]),
+      await dictionaryBatch(['z'], true),
+      await int32Batch([2, 0]),
+      END_OF_STREAM,
+    ]);
+    expect(await readAll(bytes)).toEqual([['a', 'b'], ['x', 'y'], ['z', 'x']]);
+  });
+});
+
+describe('messages and types the reader refuses', () => {
+  test('a stream that starts with a record batch is CS_CORRUPT_DATA, not a TypeError', async () => {
+    const batchFirst = concat([encodeRecordBatchHeader(2, [{ length: 2, nullCount: 0 }], [0, 0, 0, 8], null, 8), int32Bytes([1, 2]), END_OF_STREAM]);
+    expect(await failure(batchFirst)).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('does not start with a schema message') });
+  });
+
+  test('a record batch claiming more rows than its column holds is CS_CORRUPT_DATA', async () => {
+    const batch = concat([encodeRecordBatchHeader(3, [{ length: 2, nullCount: 0 }], [0, 0, 0, 8], null, 8), int32Bytes([1, 2])]);
+    expect(await failure(concat([encodeSchemaMessage(schema), batch, END_OF_STREAM]))).toMatchObject({
+      code: 'CS_CORRUPT_DATA',
+      message: expect.stringContaining('the record batch has 3 rows but column 0 has 2'),
+    });
+  });
+
+  test('two columns of one name and different types are CS_CORRUPT_DATA (arrow-js would merge them)', async () => {
+    const twins = new Schema([new Field('a', new Int32(), false), new Field('a', new Int64(), false)]);
+    const nodes = [{ length: 2, nullCount: 0 }, { length: 2, nullCount: 0 }];
+    const message = await encodeRecordBatchMessage(2, nodes, [new Uint8Array(0), int32Bytes([1, 2]), new Uint8Array(0), new Uint8Array(16)], null);
+    expect(await failure(concat([encodeSchemaMessage(twins), ...message.chunks, END_OF_STREAM]))).toMatchObject({
+      code: 'CS_CORRUPT_DATA',
+      message: expect.stringContaining('several columns of the same name'),
+    });
+  });
+
+  test('a second schema message in the stream is CS_CORRUPT_DATA at its offset, not skipped', async () => {
+    const head = concat([encodeSchemaMessage(schema), await int32Batch([1])]);
+    const bytes = concat([head, encodeSchemaMessage(schema), await int32Batch([2]), END_OF_STREAM]);
+    const error = await failure(bytes);
+    expect(error).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('unexpected Schema message'), where: { offset: head.byteLength } });
+  });
+
+  test('readIpcSchema of a stream that starts with a record batch is CS_CORRUPT_DATA', async () => {
+    const batchFirst = concat([encodeRecordBatchHeader(1, [{ length: 1, nullCount: 0 }], [0, 0, 0, 8], null, 8), new Uint8Array(8), END_OF_STREAM]);
+    expect(() => readIpcSchema(batchFirst)).toThrow(expect.objectContaining({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('does not start with a schema message') }));
+  });
+
+  const schemaFailure = (type: DataType): unknown => {
+    try {
+      readIpcSchema(encodeSchemaMessage(new Schema([new Field('v', type, true)])));
+    } catch (error) {
+      return error;
+    }
+    return null;
+  };
+
+  test('zero-width fixed-size binary and zero-size fixed-size lists are valid types', () => {
+    expect(schemaFailure(new FixedSizeBinary(0))).toBeNull();
+    expect(schemaFailure(new FixedSizeList(0, new Field('item', new Int32(), true)))).toBeNull();
+  });
+
+  test('a union with a repeated type id is CS_CORRUPT_DATA', () => {
+    const union = new Union(UnionMode.Sparse, [3, 3], [new Field('a', new Int32(), true), new Field('b', new Utf8(), true)]);
+    expect(schemaFailure(union)).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('a union with type ids 3, 3') });
+  });
+});
+
+describe('lengths and offsets from the bytes are checked at their exact bounds', () => {
+  const nodes: FieldNodeInfo[] = [{ length: 2, nullCount: 0 }];
+  /** A record batch of 2 int32 rows whose header claims `regions` over an 8-byte body. */
+  const craftedBatch = (regions: number[], bodyLength = 8) => concat([encodeRecordBatchHeader(2, nodes, regions, null, bodyLength), int32Bytes([5, 6]).subarray(0, bodyLength)]);
+
+  test('a buffer reaching even one byte past the message body, or starting before it, is CS_CORRUPT_DATA', async () => {
+    const good = concat([encodeSchemaMessage(schema), craftedBatch([0, 0, 0, 8]), END_OF_STREAM]);
+    expect(await readAll(good)).toEqual([[5, 6]]);
+    for (const regions of [[0, 0, 0, 9], [0, 0, 0, 16], [0, 0, -8, 8]]) {
+      const error = await failure(concat([encodeSchemaMessage(schema), craftedBatch(regions), END_OF_STREAM]));
+      expect(error, JSON.stringify(regions)).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining(`buffer [${regions[2]}, +${regions[3]}) lies outside the message body`) });
+    }
+  });
+
+  test('a message whose metadata size or body length is negative is CS_CORRUPT_DATA naming the length', async () => {
+    const schemaBytes = encodeSchemaMessage(schema);
+    const negativeMetadata = concat([schemaBytes, Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0xfb, 0xff, 0xff, 0xff), new Uint8Array(64)]);
+    expect(await failure(negativeMetadata)).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('message metadata of -5 bytes runs past the end'), where: { offset: schemaBytes.byteLength } });
+    // bodyLength sits at byte 32 of a framed record-batch header (ipc-message.ts: flatbuffer at 8, Message table at 16, bodyLength at +8)
+    const batch = await int32Batch([1, 2]);
+    const header = encodeRecordBatchHeader(2, nodes, [0, 0, 0, 8], null, 8);
+    expect(new DataView(batch.buffer, batch.byteOffset).getBigInt64(32, true)).toBe(8n);
+    new DataView(batch.buffer, batch.byteOffset).setBigInt64(32, BigInt(-header.byteLength), true);
+    const error = await failure(concat([schemaBytes, batch, END_OF_STREAM]));
+    expect(error).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining(`message body of ${-header.byteLength} bytes runs past the end`) });
+  });
+
+  test('maxBufferBytes is a limit on the bytes of the buffers, inclusive', async () => {
+    const bytes = concat([encodeSchemaMessage(schema), await int32Batch(new Array(1024).fill(1)), END_OF_STREAM]);
+    expect((await readAll(bytes, {}, { maxBufferBytes: 4096 }))[0]).toHaveLength(1024);
+    expect(await failure(bytes, {}, { maxBufferBytes: 4095 })).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('its buffers hold 4096 bytes, over the maxBufferBytes limit of 4095') });
+  });
+
+  test('an error raised while loading is the reader\'s own message, not wrapped in another', async () => {
+    const message = await encodeRecordBatchMessage(1024, [{ length: 1024, nullCount: 0 }], [new Uint8Array(0), new Uint8Array(4096)], codecByName('lz4'));
+    const error = await failure(concat([encodeSchemaMessage(schema), ...message.chunks, END_OF_STREAM]), {}, { maxBufferBytes: 1000 });
+    expect(error.message).toMatch(/^invalid Arrow IPC stream: buffer 1 claims 4096 bytes uncompressed, over the maxBufferBytes limit of 1000 /);
+  });
+});
+
+describe('compression prefixes', () => {
+  /** A one-batch lz4 stream of 1024 int32 zeros whose values-buffer prefix is rewritten to `prefix`. */
+  async function withPrefix(prefix: bigint): Promise<Uint8Array> {
+    const message = await encodeRecordBatchMessage(1024, [{ length: 1024, nullCount: 0 }], [new Uint8Array(0), new Uint8Array(4096)], codecByName('lz4'));
+    const head = encodeSchemaMessage(schema).byteLength + message.chunks[0]!.byteLength;
+    const bytes = concat([encodeSchemaMessage(schema), ...message.chunks, END_OF_STREAM]);
+    new DataView(bytes.buffer, bytes.byteOffset).setBigInt64(head, prefix, true);
+    return bytes;
+  }
+
+  test('a negative prefix other than -1 is refused as what it is', async () => {
+    expect(await failure(await withPrefix(-5n))).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('buffer 1 claims -5 bytes uncompressed') });
+  });
+
+  test('a prefix larger than what the frame holds is refused once decompressed', async () => {
+    expect(await failure(await withPrefix(5000n))).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('decompressed to 4096 bytes, its prefix says 5000') });
+  });
+});
+
+describe('the caller\'s read buffer', () => {
+  /** A stream of one nullable int32 column of 16384 rows: its values compress, its random validity bitmap is stored raw. */
+  async function mixedStream(): Promise<{ bytes: Uint8Array; values: number[] }> {
+    const rows = 16384;
+    const values = Array.from({ length: rows }, (_, i) => i % 1000);
+    const validity = new Uint8Array(rows / 8).map((_, i) => (Math.imul(i + 1, 2654435761) >>> 24) | 1);
+    let nullCount = 0;
+    for (let i = 0; i < rows; i++) if ((validity[i >> 3]! & (1 << (i & 7))) === 0) nullCount++;
+    const nullable = new Schema([new Field('v', new Int32(), true)]);
+    const message = await encodeRecordBatchMessage(rows, [{ length: rows, nullCount }], [validity, int32Bytes(values)], codecByName('lz4'));
+    const expected = values.map((v, i) => ((validity[i >> 3]! & (1 << (i & 7))) === 0 ? null : v));
+    return { bytes: concat([encodeSchemaMessage(nullable), ...message.chunks, END_OF_STREAM]), values: expected as number[] };
+  }
+
+  test.each([
+    ['uncompressed', async () => ({ bytes: concat([encodeSchemaMessage(schema), await int32Batch([1, 2, 3, 4]), END_OF_STREAM]), values: [1, 2, 3, 4] })],
+    ['a compressed body with a buffer stored raw', mixedStream],
+  ] as const)('%s: with `borrowed`, the batches keep their values when the caller overwrites the bytes', async (_, make) => {
+    const { bytes, values } = await make();
+    const batches = [];
+    for await (const batch of readIpcStream(bytes, {}, { borrowed: true })) batches.push(batch);
+    bytes.fill(0xee);
+    expect(batches.flatMap((b) => [...b.getChildAt(0)!])).toEqual(values);
+  });
+
+  test.each([null, 'lz4'] as const)('a stream that does not start 8-aligned in memory reads its 64-bit values (codec %s, buffers stored raw)', async (codec) => {
+    const int64 = new Schema([new Field('v', new Int64(), false)]);
+    const values = BigInt64Array.from({ length: 64 }, (_, i) => BigInt(i) * 1_000_000_007n);
+    const body = [new Uint8Array(0), new Uint8Array(values.buffer)];
+    const message = await encodeRecordBatchMessage(64, [{ length: 64, nullCount: 0 }], body, codec === null ? null : codecByName(codec), STORE_RAW);
+    const stream = concat([encodeSchemaMessage(int64), ...message.chunks, END_OF_STREAM]);
+    const shifted = new Uint8Array(new ArrayBuffer(stream.byteLength + 4), 4);
+    shifted.set(stream);
+    expect((await readAll(shifted))[0]).toEqual([...values]);
+  });
+
+  test("a nested column of a stream that does not start 8-aligned in memory reads too (arrow-js's loader, not the flat one)", async () => {
+    const lists = [[1.5, -2], null, [], [3e300]];
+    const table = new Table({ l: vectorFromArray(lists, new List(new Field('item', new Float64(), true))) });
+    const stream = tableToIPC(table, 'stream');
+    const shifted = new Uint8Array(new ArrayBuffer(stream.byteLength + 4), 4);
+    shifted.set(stream);
+    const read = (await readAll(shifted))[0]!.map((list) => (list === null ? null : [...(list as Iterable<number>)]));
+    expect(read).toEqual(lists);
+  });
+});
+
+describe('error locations', () => {
+  test('an error\'s offset is the caller\'s offset of the stream plus the damaged message\'s offset in it', async () => {
+    const head = concat([encodeSchemaMessage(schema), await int32Batch([1])]);
+    const damaged = Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0x00, 0x10, 0x00, 0x00);
+    const error = await failure(concat([head, damaged]), { file: 'part.data', offset: 1000 });
+    expect(error).toMatchObject({ code: 'CS_CORRUPT_DATA', where: { file: 'part.data', offset: 1000 + head.byteLength } });
+  });
+});
