@@ -267,14 +267,15 @@ export class ShuffleWriter implements Reclaimable {
     await this.assertUsable('write');
     this.bindOrCheckSchema(batch);
     try {
-      await this.registerDictionaries(batch);
+      const staged = this.staging?.rows ?? 0;
       if (batch.numRows > 0) {
-        const staged = this.staging?.rows ?? 0;
         await this.reserveScratch(staged + batch.numRows);
-        // every row's partition first (after the staged rows' ones), so a bad partition id refuses the whole batch before anything changes
+        // every row's partition first (after the staged rows' ones), so a bad partition id refuses the whole batch
+        // before anything changes: its dictionaries' values included, which would be written to every partition
         this.partitioner!.computePartitionIds(batch, this.partitionIds.subarray(staged), this.totalRows + staged);
-        await this.stageOrSplit(batch, staged);
       }
+      await this.registerDictionaries(batch);
+      if (batch.numRows > 0) await this.stageOrSplit(batch, staged);
       this.totalBatches++;
       while (this.inFlightBytes > MAX_IN_FLIGHT_BYTES) await Promise.race(this.inFlight);
     } catch (error) {
