@@ -100,8 +100,8 @@ export class RowPages {
     this.push(this.reservation.recycler.take(size));
   }
 
-  /** Forgets every row: standard pages become spares, pages of single large rows are dropped. */
-  reset(): void {
+  /** Forgets every row: standard pages become spares, pages of single large rows are dropped; returns the bytes released. */
+  reset(): number {
     let dropped = 0;
     for (const page of this.table) {
       if (page.byteLength === this.pageBytes) this.spares.push(page);
@@ -115,6 +115,7 @@ export class RowPages {
     this.wordViews.length = 0;
     this.position = 0;
     this.release(dropped);
+    return dropped;
   }
 
   /** Drops every spare page; returns the bytes released. */

@@ -117,7 +117,7 @@ export class SortShuffleWriter implements Reclaimable {
   private blockWriterBytes = 0;
   private spillFile: SpillFile | null = null;
   /** the spill run being written, if any: a second one waits for it */
-  private spilling: Promise<void> | null = null;
+  private spilling: Promise<number> | null = null;
   /** true while write() runs: reclaim leaves the pointer array alone */
   private writing = false;
   /** true once finish() writes the rows in memory into the data file: reclaim can no longer spill them */
@@ -345,15 +345,16 @@ export class SortShuffleWriter implements Reclaimable {
   async reclaim(requested: number): Promise<number> {
     void requested; // everything that can go goes: a partial spill would not free whole pages
     if (this.state !== 'open' && this.state !== 'finishing') return 0;
+    let freed = 0;
     if (!this.finalPass) {
       try {
-        await this.spill();
+        freed += await this.spill();
       } catch (error) {
         this.failure ??= error; // rows left memory without reaching a complete spill run: this writer is done
         throw error;
       }
     }
-    let freed = this.pages.releaseSpares();
+    freed += this.pages.releaseSpares();
     if (!this.writing && this.state === 'open' && this.pointers.count === 0) {
       const before = this.reservation.size;
       this.reservation.shrink(this.pointers.allocatedBytes);
@@ -503,21 +504,22 @@ export class SortShuffleWriter implements Reclaimable {
    * file (Spark's ShuffleExternalSorter.spill); the pages become spares. A
    * spill asked for while one runs waits for it.
    */
-  private async spill(): Promise<void> {
+  /** Spills the rows in memory as one run; returns the bytes of the pages of single large rows it dropped (the others become spares). */
+  private async spill(): Promise<number> {
     while (this.spilling !== null) await this.spilling.catch(() => undefined);
     // after the teardown a new spill file would outlive the writer
     if (this.state === 'aborted') throw writerAborted('before a spill');
-    if (this.pointers.count === 0) return;
+    if (this.pointers.count === 0) return 0;
     const run = this.writeSpillRun();
     this.spilling = run;
     try {
-      await run;
+      return await run;
     } finally {
       this.spilling = null;
     }
   }
 
-  private async writeSpillRun(): Promise<void> {
+  private async writeSpillRun(): Promise<number> {
     this.spillFile ??= await SpillFile.create(this.spillDir);
     const file = this.spillFile;
     const sorted = this.pointers.sortByPartition();
@@ -533,7 +535,7 @@ export class SortShuffleWriter implements Reclaimable {
       throw error;
     }
     this.pointers.count = 0;
-    this.pages.reset();
+    return this.pages.reset();
   }
 
   /** Reserves `bytes` at finish, making room from spare pages, then by spilling the rows in memory, if the pool is short. */
