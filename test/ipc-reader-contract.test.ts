@@ -185,6 +185,13 @@ describe('lengths and offsets from the bytes are checked at their exact bounds',
     expect(await failure(bytes, {}, { maxBufferBytes: 4095 })).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('its buffers hold 4096 bytes, over the maxBufferBytes limit of 4095') });
   });
 
+  test.each([Infinity, 4096.5, -1])('maxBufferBytes %s is refused as an argument (CS_INVALID_ARGUMENT), not blamed on the stream', async (maxBufferBytes) => {
+    for (const codec of [null, 'lz4'] as const) {
+      const bytes = concat([encodeSchemaMessage(schema), await int32Batch(new Array(1024).fill(1), codec), END_OF_STREAM]);
+      expect(await failure(bytes, {}, { maxBufferBytes })).toMatchObject({ code: 'CS_INVALID_ARGUMENT', message: `maxBufferBytes must be an integer >= 0, got ${maxBufferBytes}` });
+    }
+  });
+
   test('an error raised while loading is the reader\'s own message, not wrapped in another', async () => {
     const message = await encodeRecordBatchMessage(1024, [{ length: 1024, nullCount: 0 }], [new Uint8Array(0), new Uint8Array(4096)], codecByName('lz4'));
     const error = await failure(concat([encodeSchemaMessage(schema), ...message.chunks, END_OF_STREAM]), {}, { maxBufferBytes: 1000 });
@@ -264,5 +271,36 @@ describe('error locations', () => {
     const damaged = Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0x00, 0x10, 0x00, 0x00);
     const error = await failure(concat([head, damaged]), { file: 'part.data', offset: 1000 });
     expect(error).toMatchObject({ code: 'CS_CORRUPT_DATA', where: { file: 'part.data', offset: 1000 + head.byteLength } });
+  });
+});
+
+describe('type bounds, and the smallest buffer stored raw', () => {
+  const typeFailure = (type: DataType): unknown => {
+    try {
+      readIpcSchema(encodeSchemaMessage(new Schema([new Field('v', type, true)])));
+    } catch (error) {
+      return error;
+    }
+    return null;
+  };
+
+  test('a fixed-size binary may be 1 MiB wide, not one byte more', () => {
+    expect(typeFailure(new FixedSizeBinary(1 << 20))).toBeNull();
+    expect(typeFailure(new FixedSizeBinary((1 << 20) + 1))).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining(`has a fixed width of ${(1 << 20) + 1} bytes`) });
+  });
+
+  test('union type ids run from 0 to 127: 128 is CS_CORRUPT_DATA', () => {
+    const union = (ids: number[]) => new Union(UnionMode.Sparse, ids, [new Field('a', new Int32(), true), new Field('b', new Utf8(), true)]);
+    expect(typeFailure(union([0, 127]))).toBeNull();
+    expect(typeFailure(union([0, 128]))).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('a union with type ids 0, 128') });
+  });
+
+  test('in a compressed body, an 8-byte buffer is a prefix of -1 and no bytes: an empty buffer stored raw', async () => {
+    // 0 rows of a non-null int32 column: validity absent, values stored raw as the bare -1 prefix
+    const body = new Uint8Array(8);
+    new DataView(body.buffer).setBigInt64(0, -1n, true);
+    const header = encodeRecordBatchHeader(0, [{ length: 0, nullCount: 0 }], [0, 0, 0, 8], 0 /* LZ4_FRAME */, 8);
+    const bytes = concat([encodeSchemaMessage(schema), header, body, await int32Batch([4, 5]), END_OF_STREAM]);
+    expect(await readAll(bytes)).toEqual([[], [4, 5]]);
   });
 });

@@ -27,7 +27,7 @@ import { flatKindsOf, loadFlatColumns, type FlatKind } from './flat-loader.js';
  * file offset of `bytes[0]`.
  */
 export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {}, options: IpcReadOptions = {}): AsyncGenerator<RecordBatch> {
-  const maxBufferBytes = options.maxBufferBytes ?? DEFAULT_MAX_BUFFER_BYTES;
+  const maxBufferBytes = maxBufferBytesOf(options.maxBufferBytes);
   const borrowed = options.borrowed ?? false;
   const messages = new MessageCursor(bytes, where);
   const first = messages.next();
@@ -205,8 +205,19 @@ const MAX_FIXED_WIDTH = 1 << 20;
 /** Bytes all the buffers of one record batch may decompress to, unless the caller says otherwise. */
 export const DEFAULT_MAX_BUFFER_BYTES = 2 ** 31 - 1;
 
+/**
+ * The `maxBufferBytes` option, or the default: an integer >= 0, else
+ * CS_INVALID_ARGUMENT (a fraction or Infinity, compared with a 64-bit
+ * claimed size, made every compressed batch look corrupt).
+ */
+export function maxBufferBytesOf(value: number | undefined): number {
+  if (value === undefined) return DEFAULT_MAX_BUFFER_BYTES;
+  if (!(Number.isSafeInteger(value) && value >= 0)) throw new ShuffleError('CS_INVALID_ARGUMENT', `maxBufferBytes must be an integer >= 0, got ${String(value)}`);
+  return value;
+}
+
 export interface IpcReadOptions {
-  /** Refuse a record batch whose buffers hold more bytes than this, uncompressed (a compressed one's claims are checked before anything is decompressed); default 2 GiB - 1. */
+  /** Refuse a record batch whose buffers hold more bytes than this, uncompressed (a compressed one's claims are checked before anything is decompressed); an integer >= 0, default 2 GiB - 1. */
   maxBufferBytes?: number;
   /**
    * The stream's bytes are a read buffer the caller reuses once the generator

@@ -1,6 +1,6 @@
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { ShuffleError, type ErrorLocation } from '../errors.js';
-import { readIpcSchema, readIpcStream } from '../format/ipc-reader.js';
+import { maxBufferBytesOf, readIpcSchema, readIpcStream } from '../format/ipc-reader.js';
 import { crc32cOf, outputPaths } from '../format/output-files.js';
 import { runEveryStep } from '../run-every-step.js';
 import { isRowPartition, parseRowPartitionHeader, rowHeaderLength } from '../sort-writer/row-format.js';
@@ -119,10 +119,7 @@ export class ShuffleReader {
     if (runBytes !== undefined && !(Number.isSafeInteger(runBytes) && runBytes >= 0)) {
       throw new ShuffleError('CS_INVALID_ARGUMENT', `readRunBytes must be an integer >= 0, got ${String(runBytes)}`);
     }
-    const maxBufferBytes = options.maxBufferBytes;
-    if (maxBufferBytes !== undefined && !(Number.isSafeInteger(maxBufferBytes) && maxBufferBytes >= 0)) {
-      throw new ShuffleError('CS_INVALID_ARGUMENT', `maxBufferBytes must be an integer >= 0, got ${String(maxBufferBytes)}`);
-    }
+    maxBufferBytesOf(options.maxBufferBytes); // refused here, before any file is read
     const indexSize = await index.size();
     if (indexSize < 16 || indexSize % 8 !== 0) {
       throw new ShuffleError('CS_CORRUPT_DATA', `index file has ${indexSize} bytes: expected (partitions + 1) * 8 with at least one partition`, { file: index.name });
