@@ -217,3 +217,40 @@ describe('the process', () => {
     expect({ code, signal, out: out.trim() }).toEqual({ code: 0, signal: null, out: 'rows 100' });
   });
 });
+
+describe('an abort before the first batch, a cleanup that fails, the memory floor', () => {
+  /** A transform that ignores its input and writes a small batch every millisecond, forever. */
+  const ENDLESS = `data:text/javascript,${encodeURIComponent(
+    `import { narrowBatch } from ${JSON.stringify(new URL('../src/cli/demo-data.ts', import.meta.url).href)};
+     export async function* endless() { for (let i = 1; ; i++) { yield narrowBatch(10, i); await new Promise((r) => setTimeout(r, 1)); } }`,
+  )}`;
+
+  test('a task aborted before its transform gave a batch never pulls one: CS_ABORTED, nothing written', { timeout: 30_000 }, async () => {
+    await pool.run(spec(10), [narrowBatch(10, 1)]).status; // the thread is up and idle: 'start' and 'abort' reach it back to back
+    const controller = new AbortController();
+    let progressed = 0;
+    const task = pool.run(spec(8, { transform: { module: ENDLESS, export: 'endless' } }), [], { signal: controller.signal, onProgress: () => progressed++ });
+    controller.abort(); // the 'abort' follows 'start' at once: it reaches the thread while it loads the transform and creates the writer
+    const error = (await task.status.catch((e: unknown) => e)) as Error;
+    expect(error).toMatchObject({ code: 'CS_ABORTED', where: { shuffle: 0, map: 8, attempt: 0 } });
+    expect(progressed, 'the aborted task wrote no batch (the transform was never stepped)').toBe(0);
+    expect((await files()).filter((name) => name.startsWith('shuffle_0_8_'))).toEqual([]);
+  });
+
+  test('a thread that dies while its attempt cannot be cleaned up: CS_WORKER_EXITED whose cause is the cleanup error', { timeout: 30_000 }, async () => {
+    // the transform removes the shuffle directory, then kills its thread: discardMapOutput then finds no directory
+    const VANISH = `data:text/javascript,${encodeURIComponent(
+      `import { rmSync } from 'node:fs';
+       export async function* vanish(input, args) { for await (const b of input) { yield b; rmSync(args.dir, { recursive: true, force: true }); process.exit(3); } }`,
+    )}`;
+    const error = (await pool.run(spec(9, { transform: { module: VANISH, export: 'vanish', args: { dir } } }), [narrowBatch(100, 11), narrowBatch(100, 12)]).status.catch((e: unknown) => e)) as Error;
+    expect(error).toMatchObject({ code: 'CS_WORKER_EXITED', message: expect.stringContaining('exited with code 3'), where: { shuffle: 0, map: 9, attempt: 0 } });
+    expect(error.cause).toMatchObject({ code: 'CS_FILE_NOT_FOUND' });
+  });
+
+  test('memoryBytes may be exactly one byte per thread', () => {
+    const tight = new MapTaskPool({ threads: 2, memoryBytes: 2 });
+    expect(tight.memoryPerTask).toBe(1);
+    expect(() => new MapTaskPool({ threads: 2, memoryBytes: 1 })).toThrow(expect.objectContaining({ code: 'CS_INVALID_ARGUMENT' }));
+  });
+});
