@@ -4,12 +4,13 @@
  * pinned: memory given back, reclaim's reach, the life-cycle after finish(), the
  * per-partition counts.
  */
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Dictionary, Field, Int32, makeData, RecordBatch, Schema, Struct, Utf8, vectorFromArray } from 'apache-arrow';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MemoryPool, ShuffleError, ShuffleReader, ShuffleWriter, type ShuffleWriterOptions } from '../src/index.js';
 import { OneCallAtATime, writerAborted, type WriterState } from '../src/writer/writer-calls.js';
+import { PayloadStore } from '../src/spill/payload-store.js';
 import { listFiles, makeTempDir, removeDir } from './support/temp-dir.js';
 
 let dir: string;
@@ -266,5 +267,161 @@ describe('one call at a time (writer-calls.ts)', () => {
     expect(aborted.cause).toBe(disk);
     expect(writerAborted('while finish() was running', aborted)).toBe(aborted);
     expect(writerAborted('before a spill').cause).toBeUndefined();
+  });
+});
+
+describe('a reclaim that fails while finish() runs', () => {
+  it("fails finish() with the spill's error and leaves no output: rows may have gone with the failed spill", async () => {
+    const spillDir = join(dir, 'spill');
+    await mkdir(spillDir);
+    const pool = new MemoryPool(64 * 1024 * 1024);
+    const writer = await ShuffleWriter.create(options({ memoryPool: pool, numPartitions: 8, maxBatchRows: 256, mergeThreshold: 0, codec: 'none', spillDir }));
+    for (let b = 0; b < 8; b++) await writer.write(batchOf(b * 1000, 1000)); // cached payloads, and rows in every buffer
+    await rm(spillDir, { recursive: true }); // the reclaim's spill cannot create its file
+    const finishing = writer.finish();
+    expect(await codeOf(writer.reclaim(Number.MAX_SAFE_INTEGER))).toBe('CS_FILE_NOT_FOUND');
+    expect(await codeOf(finishing)).toBe('CS_FILE_NOT_FOUND');
+    expect(await listFiles(dir)).toEqual([]);
+    expect(pool.reserved).toBe(0);
+  });
+});
+
+describe('abort() while finish() still has to commit', () => {
+  it('an abort() that comes once finish() has let go of its payloads (after the merge, before the commit) refuses finish(), and nothing is left', async () => {
+    const pool = new MemoryPool(64 * 1024 * 1024);
+    const writer = await ShuffleWriter.create(options({ memoryPool: pool }));
+    await writer.write(batchOf(0, 100));
+    const discard = PayloadStore.prototype.discard;
+    let aborting: Promise<void> | null = null;
+    const spy = vi.spyOn(PayloadStore.prototype, 'discard').mockImplementation(function (this: PayloadStore) {
+      // the first discard is finish()'s own, right before its commit: the abort comes as it ends
+      return discard.call(this).then(() => void (aborting ??= writer.abort()));
+    });
+    try {
+      expect(await codeOf(writer.finish())).toBe('CS_WRITER_CLOSED');
+      await aborting;
+    } finally {
+      spy.mockRestore();
+    }
+    expect(await listFiles(dir)).toEqual([]);
+    expect(pool.reserved).toBe(0);
+  });
+});
+
+describe('the payload merger after a reclaim', () => {
+  it('stops parking once a reclaim has drained the merge buffers: later small evictions are payloads of their own', async () => {
+    // buffers of 10 rows for partition 1; mergeMinRows = 40 x 0.25 = 10
+    const writer = await ShuffleWriter.create(options({ ...TEN_ROWS_TWO_PARTITIONS, mergeThreshold: 0.25 }));
+    for (let b = 0; b < 3; b++) await writer.write(toPartition(1, b * 6, 6)); // an eviction of 10 rows parked, 8 rows buffered
+    await writer.reclaim(1);
+    for (let b = 3; b < 15; b++) await writer.write(toPartition(1, b * 6, 6));
+    await writer.finish();
+    const { values, sizes } = await readBack(join(dir, 'out'));
+    expect(values[1]).toEqual(inOrder(90));
+    expect(sizes[1]).toEqual([10, 8, 10, 10, 10, 10, 10, 10, 10, 2]); // merging on, the last 72 rows came out as [40, 32]
+  });
+});
+
+describe('a reclaim another consumer asked for that fails', () => {
+  it("makes the writer's next call reject with that error and leaves nothing: the rows it took from the buffers are gone", async () => {
+    const spillDir = join(dir, 'spill');
+    await mkdir(spillDir);
+    const pool = new MemoryPool(64 * 1024 * 1024);
+    await mkdir(join(dir, 'out'));
+    const writer = await ShuffleWriter.create(options({ memoryPool: pool, mergeThreshold: 0, spillDir, outputPrefix: join(dir, 'out', 'map') }));
+    await writer.write(batchOf(0, 4000)); // 1,000 rows in each buffer
+    await rm(spillDir, { recursive: true });
+    const failure = await writer.reclaim(Number.MAX_SAFE_INTEGER).then(() => null, (error: unknown) => error);
+    expect(failure).toBeInstanceOf(ShuffleError);
+    await expect(writer.finish()).rejects.toBe(failure);
+    expect(await listFiles(join(dir, 'out'))).toEqual([]);
+    expect(pool.reserved).toBe(0);
+  });
+});
+
+describe('abort() while a reclaim waits', () => {
+  it('the reclaim writes no spill file once abort() has begun: it is CS_WRITER_CLOSED, and nothing outlives the writer', async () => {
+    const pool = new MemoryPool(64 * 1024 * 1024);
+    const writer = await ShuffleWriter.create(options({ memoryPool: pool, mergeThreshold: 0 }));
+    await writer.write(batchOf(0, 4000)); // 1,000 rows in each buffer
+    const reclaiming = codeOf(writer.reclaim(Number.MAX_SAFE_INTEGER)); // waits for in-flight compressions first
+    await writer.abort();
+    expect(await reclaiming).toBe('CS_WRITER_CLOSED');
+    expect(await listFiles(dir)).toEqual([]);
+    expect(pool.reserved).toBe(0);
+  });
+});
+
+describe('a payload that waits for memory', () => {
+  it('keeps its rows out of a reclaim meanwhile: parked rows finish() emits while the pool is short are written once', async () => {
+    const pool = new MemoryPool(4 * 1024 * 1024);
+    // one partition, buffers of 2,048 rows, evictions of up to 50,000 rows parked in the merge buffer
+    const writer = await ShuffleWriter.create(options({ memoryPool: pool, numPartitions: 1, partitioning: { kind: 'single' }, codec: 'none', memLimit: 32 * 1024, memLimitFloor: 32 * 1024, maxBatchRows: 200_000, mergeThreshold: 0.25 }));
+    for (let b = 0; b < 80; b++) await writer.write(batchOf(b * 2048, 2048)); // 160 K rows (640 KB) parked
+    const other = pool.register('other consumer');
+    await other.grow(pool.available - 600 * 1024); // their payload must wait: the pool asks the writer itself to reclaim
+    await writer.finish();
+    other.free();
+    const { values } = await readBack(join(dir, 'out'));
+    expect(values[0]).toEqual(inOrder(80 * 2048));
+    expect(pool.reserved).toBe(0);
+  });
+});
+
+describe('an eviction the pool has no memory for', () => {
+  it('goes straight into a spill run, parked rows included, and those rows are written once', async () => {
+    const pool = new MemoryPool(4 * 1024 * 1024);
+    // one partition, buffers of 2,048 rows, evictions parked in the merge buffer until it holds maxBatchRows
+    const writer = await ShuffleWriter.create(options({ memoryPool: pool, numPartitions: 1, partitioning: { kind: 'single' }, codec: 'none', memLimit: 32 * 1024, memLimitFloor: 32 * 1024, maxBatchRows: 80 * 2048, mergeThreshold: 0.25 }));
+    for (let b = 0; b < 80; b++) await writer.write(batchOf(b * 2048, 2048)); // 79 evictions parked, 2,048 rows buffered
+    const other = pool.register('other consumer');
+    await other.grow(pool.available - 600 * 1024); // no room for a payload of the 640 KB merge buffer
+    await writer.write(batchOf(80 * 2048, 2048)); // the merge buffer fills: its payload cannot be had, so it is spilled
+    other.free();
+    await writer.write(batchOf(81 * 2048, 2048));
+    const result = await writer.finish();
+    expect(result.spills).toBe(1);
+    const { values } = await readBack(join(dir, 'out'));
+    expect(values[0]).toEqual(inOrder(82 * 2048));
+    expect(pool.reserved).toBe(0);
+  });
+});
+
+describe('dictionary batches a replacement superseded', () => {
+  const WORDS = new Dictionary(new Utf8(), new Int32(), 9);
+  const SCHEMA = new Schema([new Field('pid', new Int32(), false), new Field('d', WORDS, true)]);
+  function wordsTo(pids: number[], words: string[]): RecordBatch {
+    const column = vectorFromArray(words, WORDS).data[0]!;
+    const ids = makeData({ type: new Int32(), length: pids.length, data: Int32Array.from(pids) });
+    return new RecordBatch(SCHEMA, makeData({ type: new Struct(SCHEMA.fields), length: pids.length, children: [ids, column] }));
+  }
+
+  it('are let go by the next reclaim, which spills the payloads that pointed at them', async () => {
+    const pool = new MemoryPool(64 * 1024 * 1024);
+    const big = 'a'.repeat(100_000);
+    const writer = await ShuffleWriter.create({ numPartitions: 2, partitioning: { kind: 'partition-id', column: 'pid' }, outputPrefix: join(dir, 'out'), spillDir: dir, codec: 'none', schema: SCHEMA, memoryPool: pool, dictionaryUpdates: 'replacement', mergeThreshold: 0 });
+    await writer.write(wordsTo([0, 1], [big, 'b']));
+    await writer.reclaim(Number.MAX_SAFE_INTEGER); // the rows and their dictionary batch (100 KB) are spilled
+    await writer.write(wordsTo([0, 1], [big, 'c'])); // a new value: a replacement dictionary batch (100 KB) supersedes the first
+    const before = pool.reserved;
+    const freed = await writer.reclaim(Number.MAX_SAFE_INTEGER);
+    expect(freed).toBeGreaterThan(100_000); // the superseded batch, besides two rows' buffers
+    expect(pool.reserved).toBe(before - freed);
+    expect((await writer.finish()).rows).toBe(4);
+    expect(pool.reserved).toBe(0);
+  });
+});
+
+describe('input staging', () => {
+  it('a batch of exactly a quarter of the staging target (16 rows per partition) is split at once, not staged: a reclaim after it can spill its rows', async () => {
+    const pool = new MemoryPool(64 * 1024 * 1024);
+    // 4 partitions: a staging target of 64 x 4 = 256 rows, set by a first batch of 10 rows
+    const writer = await ShuffleWriter.create(options({ memoryPool: pool, stagingBytes: 1024 * 1024, mergeThreshold: 0 }));
+    await writer.write(batchOf(0, 10)); // staged
+    await writer.write(batchOf(10, 64)); // 64 x 4 = 256: split, with the 10 staged rows before it
+    await writer.reclaim(Number.MAX_SAFE_INTEGER); // staged rows could not be spilled; split ones are
+    const result = await writer.finish();
+    expect(result.spills).toBe(1);
+    expect(sorted((await readBack(join(dir, 'out'))).values)).toEqual(inOrder(74));
   });
 });
