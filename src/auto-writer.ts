@@ -11,7 +11,7 @@ import type { AnyShuffleWriter, WriterKind } from './writer-kind.js';
  * From this many partitions on, `auto` picks the sort writer at once: Gluten's
  * spark.gluten.sql.columnar.shuffle.sort.partitions.threshold. Here the sort
  * writer overtook the columnar one end to end at about 1,100-3,820 partitions
- * on narrow and nested rows and 260-570 on wide ones, in twenty-eight runs
+ * on narrow and nested rows and 260-570 on wide ones, in twenty-nine runs
  * (bench/RESULTS.md); Gluten's figure is kept as the conservative choice.
  */
 export const SORT_PARTITIONS_THRESHOLD = 4000;
@@ -24,7 +24,7 @@ export const SORT_PARTITIONS_THRESHOLD = 4000;
  * narrow rows, 38 nested and 19 wide at P = 200, and 15, 7 and 3 at P = 1000.
  * In seventeen runs the sort writer was 1.2x to 5x faster end to end in every case
  * under 32 rows (wide at P = 200: 0.16-0.33 against 0.085-0.26 M rows/s, with
- * 42 MB written against 100-108); at 38 and 78 rows the columnar writer was
+ * 42 MB written against 99-108); at 38 and 78 rows the columnar writer was
  * ahead on narrow rows in the first seven, and on nested rows it went from 25 %
  * behind to level or ahead (1.1-1.5x in the last three) once buffers stopped
  * shrinking back and small batches got cheaper to read. In the eighth the sort
@@ -36,7 +36,9 @@ export const SORT_PARTITIONS_THRESHOLD = 4000;
  * against 1.08, 1.21 against 1.17, 1.91 against 1.54, 1.75 against 1.73).
  * In the sixteenth it led there (2.00 against 1.63) and trailed at 38 nested
  * rows (0.25 against 0.29); in the seventeenth the two were level at both
- * (1.45 and 1.42, 0.28 and 0.28): the threshold stays.
+ * (1.45 and 1.42, 0.28 and 0.28): the threshold stays. In the run after the
+ * mutation sweeps (2026-12-06) the columnar writer led at both (1.80 against
+ * 1.56 narrow, 0.36 against 0.32 nested) and trailed 1.5x to 4x under 32 rows.
  */
 export const MIN_HASH_BUFFER_ROWS = 32;
 
