@@ -220,20 +220,22 @@ describe('compression', () => {
   });
 });
 
-describe('a refused batch changes nothing', () => {
-  const WORDS = new Dictionary(new Utf8(), new Int32(), 7);
-  const SCHEMA = new Schema([new Field('pid', new Int32(), false), new Field('d', WORDS, true)]);
-  function wordsTo(pids: number[], words: string[]): RecordBatch {
-    const column = vectorFromArray(words, WORDS).data[0]!;
-    const ids = makeData({ type: new Int32(), length: pids.length, data: Int32Array.from(pids) });
-    return new RecordBatch(SCHEMA, makeData({ type: new Struct(SCHEMA.fields), length: pids.length, children: [ids, column] }));
-  }
+const WORDS = new Dictionary(new Utf8(), new Int32(), 7);
+const WORDS_SCHEMA = new Schema([new Field('pid', new Int32(), false), new Field('d', WORDS, true)]);
 
+/** A dictionary-encoded column `d` of `words`, row i to partition pids[i] (partition-id partitioning on `pid`). */
+function wordsTo(pids: number[], words: string[]): RecordBatch {
+  const column = vectorFromArray(words, WORDS).data[0]!;
+  const ids = makeData({ type: new Int32(), length: pids.length, data: Int32Array.from(pids) });
+  return new RecordBatch(WORDS_SCHEMA, makeData({ type: new Struct(WORDS_SCHEMA.fields), length: pids.length, children: [ids, column] }));
+}
+
+describe('a refused batch changes nothing', () => {
   // write() once took in a batch's dictionaries before computing its partition ids: the values of a batch refused
   // with CS_PARTITION_ID_OUT_OF_RANGE were then written into every partition's stream.
   it('the dictionary values of a batch refused for an out-of-range partition id are not written', async () => {
     const prefix = join(dir, 'out');
-    const writer = await ShuffleWriter.create({ numPartitions: 2, partitioning: { kind: 'partition-id', column: 'pid' }, outputPrefix: prefix, codec: 'none', schema: SCHEMA });
+    const writer = await ShuffleWriter.create({ numPartitions: 2, partitioning: { kind: 'partition-id', column: 'pid' }, outputPrefix: prefix, codec: 'none', schema: WORDS_SCHEMA });
     await writer.write(wordsTo([0, 1], ['apple', 'banana']));
     expect(await codeOf(writer.write(wordsTo([0, 7], ['apple', 'REFUSED-VALUE'])))).toBe('CS_PARTITION_ID_OUT_OF_RANGE');
     await writer.write(wordsTo([1, 0], ['apple', 'cherry']));
@@ -388,18 +390,10 @@ describe('an eviction the pool has no memory for', () => {
 });
 
 describe('dictionary batches a replacement superseded', () => {
-  const WORDS = new Dictionary(new Utf8(), new Int32(), 9);
-  const SCHEMA = new Schema([new Field('pid', new Int32(), false), new Field('d', WORDS, true)]);
-  function wordsTo(pids: number[], words: string[]): RecordBatch {
-    const column = vectorFromArray(words, WORDS).data[0]!;
-    const ids = makeData({ type: new Int32(), length: pids.length, data: Int32Array.from(pids) });
-    return new RecordBatch(SCHEMA, makeData({ type: new Struct(SCHEMA.fields), length: pids.length, children: [ids, column] }));
-  }
-
   it('are let go by the next reclaim, which spills the payloads that pointed at them', async () => {
     const pool = new MemoryPool(64 * 1024 * 1024);
     const big = 'a'.repeat(100_000);
-    const writer = await ShuffleWriter.create({ numPartitions: 2, partitioning: { kind: 'partition-id', column: 'pid' }, outputPrefix: join(dir, 'out'), spillDir: dir, codec: 'none', schema: SCHEMA, memoryPool: pool, dictionaryUpdates: 'replacement', mergeThreshold: 0 });
+    const writer = await ShuffleWriter.create({ numPartitions: 2, partitioning: { kind: 'partition-id', column: 'pid' }, outputPrefix: join(dir, 'out'), spillDir: dir, codec: 'none', schema: WORDS_SCHEMA, memoryPool: pool, dictionaryUpdates: 'replacement', mergeThreshold: 0 });
     await writer.write(wordsTo([0, 1], [big, 'b']));
     await writer.reclaim(Number.MAX_SAFE_INTEGER); // the rows and their dictionary batch (100 KB) are spilled
     await writer.write(wordsTo([0, 1], [big, 'c'])); // a new value: a replacement dictionary batch (100 KB) supersedes the first
