@@ -1,3 +1,4 @@
+import { constants } from 'node:buffer';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { ShuffleError, type ErrorLocation } from '../errors.js';
 import { maxBufferBytesOf, readIpcSchema, readIpcStream } from '../format/ipc-reader.js';
@@ -202,7 +203,15 @@ export class ShuffleReader {
   /** Partition p's bytes in fresh memory, not verified. */
   private async readFresh(p: number): Promise<Uint8Array> {
     const length = this.partitionLength(p);
+    this.assertFitsOneBuffer(p, length);
     return length === 0 ? new Uint8Array(0) : this.sources.data.read(this.offsets[p]!, length);
+  }
+
+  /** A partition is read into one buffer: one longer than the platform's largest cannot be (allocating it threw a RangeError). */
+  private assertFitsOneBuffer(p: number, length: number): void {
+    if (length > MAX_READ_BYTES) {
+      throw new ShuffleError('CS_PARTITION_TOO_LARGE', `partition ${p} holds ${length} bytes, more than one buffer can hold on this Node.js (${MAX_READ_BYTES}); the reader holds a partition whole`, this.location(p));
+    }
   }
 
   /**
@@ -226,12 +235,14 @@ export class ShuffleReader {
   private async fetchRun(first: number, rangeEnd: number): Promise<PartitionRun> {
     if (this.sources.data.readInto === undefined) return { first, end: first + 1, bytes: await this.readFresh(first), borrowed: false };
     const start = this.offsets[first]!;
+    this.assertFitsOneBuffer(first, this.offsets[first + 1]! - start);
+    const runBytes = Math.min(this.readRunBytes, MAX_READ_BYTES);
     let end = first + 1;
-    while (end < rangeEnd && this.offsets[end + 1]! - start <= this.readRunBytes) end++;
+    while (end < rangeEnd && this.offsets[end + 1]! - start <= runBytes) end++;
     const length = this.offsets[end]! - start;
     if (length === 0) return { first, end, bytes: new Uint8Array(0), borrowed: false };
     let buffer = this.idleReadBuffers.pop();
-    if (buffer === undefined || buffer.byteLength < length) buffer = new Uint8Array(Math.max(length, (buffer?.byteLength ?? 0) * 2));
+    if (buffer === undefined || buffer.byteLength < length) buffer = new Uint8Array(Math.min(MAX_READ_BYTES, Math.max(length, (buffer?.byteLength ?? 0) * 2)));
     const bytes = buffer.subarray(0, length);
     try {
       await this.sources.data.readInto(start, bytes);
@@ -343,6 +354,8 @@ interface PartitionRun {
   bytes: Uint8Array;
   borrowed: boolean;
 }
+/** The longest read buffer (a partition, or a run of them): the platform's largest typed array, 4 GiB on Node 20. */
+const MAX_READ_BYTES = constants.MAX_LENGTH;
 /** Read buffers a reader keeps for its next runs: the one being decoded and the one being read ahead. */
 const MAX_IDLE_READ_BUFFERS = 2;
 /** A larger read buffer (a run or a partition this large) is let go after use rather than kept until close. */
