@@ -8,14 +8,14 @@
  * the reducers reading its outputs alike.
  */
 import { readdir } from 'node:fs/promises';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { MapTaskPool, ShuffleReader } from 'columnar-shuffle';
 import { column, CustomerTotals, forEachNumber } from '../examples/job-runner/columns.js';
 import { runJob } from '../examples/job-runner/dag.js';
 import { generatedOrders } from '../examples/job-runner/data.js';
 import { checkOrdersPerCustomer, ordersPerCustomerJob, ordersPerCustomerReference, type CustomerAnswer } from '../examples/job-runner/jobs.js';
 import { main } from '../examples/job-runner/main.js';
-import { makeTempDir, removeDir } from './support/temp-dir.js';
+import { useMapTaskFixture } from './support/map-task-fixture.js';
 import { textSink } from './support/text-sink.js';
 
 const SHAPE = { maps: 4, partitions: 4 };
@@ -23,18 +23,7 @@ const SHAPE = { maps: 4, partitions: 4 };
 let dir: string;
 /** one pool for the jobs of this file: a thread takes seconds to start from the sources */
 let pool: MapTaskPool;
-beforeAll(() => {
-  pool = new MapTaskPool({ threads: 2 });
-});
-afterAll(async () => {
-  await pool.close();
-});
-beforeEach(async () => {
-  dir = await makeTempDir('cs-job-agg-');
-});
-afterEach(async () => {
-  await removeDir(dir);
-});
+useMapTaskFixture({ threads: 2, dirPrefix: 'cs-job-agg-' }, (fixture) => ({ dir, pool } = fixture));
 
 
 /** An answer equal to the reference, then changed by `edit`. */

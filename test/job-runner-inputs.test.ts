@@ -12,7 +12,7 @@
 import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import {
   Float16,
   Float64,
@@ -48,7 +48,7 @@ import {
   type SortAnswer,
 } from '../examples/job-runner/jobs.js';
 import { main } from '../examples/job-runner/main.js';
-import { makeTempDir, removeDir } from './support/temp-dir.js';
+import { useMapTaskFixture } from './support/map-task-fixture.js';
 import { textSink } from './support/text-sink.js';
 
 const NEEDS: ColumnNeed[] = [
@@ -60,18 +60,7 @@ const NEEDS: ColumnNeed[] = [
 let dir: string;
 /** one pool for the jobs of this file: a thread takes seconds to start from the sources */
 let pool: MapTaskPool;
-beforeAll(() => {
-  pool = new MapTaskPool({ threads: 2 });
-});
-afterAll(async () => {
-  await pool.close();
-});
-beforeEach(async () => {
-  dir = await makeTempDir('cs-job-inputs-');
-});
-afterEach(async () => {
-  await removeDir(dir);
-});
+useMapTaskFixture({ threads: 2, dirPrefix: 'cs-job-inputs-' }, (fixture) => ({ dir, pool } = fixture));
 
 async function arrowFile(name: string, columns: Record<string, Vector>): Promise<string> {
   const path = join(dir, name);

@@ -11,7 +11,7 @@
 import { readdirSync } from 'node:fs';
 import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { Float64, Int64, Table, tableToIPC, Utf8, vectorFromArray } from 'apache-arrow';
 import { MapTaskPool } from 'columnar-shuffle';
 import { runJob, type Fault } from '../examples/job-runner/dag.js';
@@ -30,7 +30,7 @@ import {
 } from '../examples/job-runner/jobs.js';
 import { main } from '../examples/job-runner/main.js';
 import { progressBoard, renderLine } from '../examples/job-runner/progress.js';
-import { makeTempDir, removeDir } from './support/temp-dir.js';
+import { useMapTaskFixture } from './support/map-task-fixture.js';
 import { textSink } from './support/text-sink.js';
 
 const SHAPE = { maps: 4, partitions: 4 };
@@ -39,18 +39,7 @@ const MAP_STAGE = 'map (partial aggregate)';
 let dir: string;
 /** one pool for every job of this file: a thread takes seconds to start from the sources */
 let pool: MapTaskPool;
-beforeAll(() => {
-  pool = new MapTaskPool({ threads: 2 });
-});
-afterAll(async () => {
-  await pool.close();
-});
-beforeEach(async () => {
-  dir = await makeTempDir('cs-job-');
-});
-afterEach(async () => {
-  await removeDir(dir);
-});
+useMapTaskFixture({ threads: 2, dirPrefix: 'cs-job-' }, (fixture) => ({ dir, pool } = fixture));
 
 
 describe('job 1: orders per customer, two-phase aggregate', () => {

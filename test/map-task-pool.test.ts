@@ -9,7 +9,7 @@
  */
 import { readdirSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { Dictionary, Field, Float64, Int32, Int64, makeData, RecordBatch, Schema, Struct, Table, Utf8, Vector, vectorFromArray } from 'apache-arrow';
 import { narrowBatch, NARROW_SCHEMA } from '../src/cli/demo-data.js';
 import { MapTaskPool, type MapTaskSpec } from '../src/shuffle/map-task-pool.js';
@@ -17,7 +17,8 @@ import type { MapStatus } from '../src/shuffle/map-status.js';
 import { ReduceReader } from '../src/shuffle/reduce-reader.js';
 import { batchOf, schemaOf } from './support/columns.js';
 import { rowsOf } from './support/rows.js';
-import { makeTempDir, removeDir } from './support/temp-dir.js';
+import { removeDir } from './support/temp-dir.js';
+import { useMapTaskFixture } from './support/map-task-fixture.js';
 
 const TRANSFORMS = new URL('./support/map-transforms.ts', import.meta.url);
 const PARTITIONS = 6;
@@ -50,18 +51,7 @@ const files = async () => (await readdir(dir)).sort();
 const committed = (mapId: number, attempt: number) =>
   [`shuffle_0_${mapId}_${attempt}.checksum.CRC32C`, `shuffle_0_${mapId}_${attempt}.data`, `shuffle_0_${mapId}_${attempt}.index`];
 
-beforeAll(() => {
-  pool = new MapTaskPool({ threads: 2 });
-});
-afterAll(async () => {
-  await pool.close();
-});
-beforeEach(async () => {
-  dir = await makeTempDir('cs-pool-');
-});
-afterEach(async () => {
-  await removeDir(dir);
-});
+useMapTaskFixture({ threads: 2, dirPrefix: 'cs-pool-' }, (fixture) => ({ dir, pool } = fixture));
 
 describe('running map tasks', () => {
   test('three tasks on two threads write exactly the rows sent to them', async () => {

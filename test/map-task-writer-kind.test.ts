@@ -10,7 +10,7 @@
  * whose map outputs were written by both writers.
  */
 import { readdir } from 'node:fs/promises';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { Dictionary, Field, Int32, RecordBatch, Schema, Struct, Utf8, Vector, makeData } from 'apache-arrow';
 import { MessageHeader } from 'apache-arrow/enum';
 import { Message, type DictionaryBatch } from 'apache-arrow/ipc/metadata/message';
@@ -24,7 +24,7 @@ import { ReduceReader } from '../src/shuffle/reduce-reader.js';
 import type { WriterKind } from '../src/writer-kind.js';
 import { utf8Column } from './support/columns.js';
 import { rowsOf } from './support/rows.js';
-import { makeTempDir, removeDir } from './support/temp-dir.js';
+import { useMapTaskFixture } from './support/map-task-fixture.js';
 
 const PARTITIONS = 6;
 const HASH = { kind: 'hash', keys: ['key'] } as const;
@@ -32,18 +32,7 @@ const HASH = { kind: 'hash', keys: ['key'] } as const;
 let dir: string;
 let pool: MapTaskPool;
 
-beforeAll(() => {
-  pool = new MapTaskPool({ threads: 2 });
-});
-afterAll(async () => {
-  await pool.close();
-});
-beforeEach(async () => {
-  dir = await makeTempDir('cs-writer-kind-');
-});
-afterEach(async () => {
-  await removeDir(dir);
-});
+useMapTaskFixture({ threads: 2, dirPrefix: 'cs-writer-kind-' }, (fixture) => ({ dir, pool } = fixture));
 
 const files = async () => (await readdir(dir)).sort();
 const committed = (mapId: number, attempt: number) =>

@@ -15,14 +15,14 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { Dictionary, Field, Int32, Int64, makeData, RecordBatch, Schema, Struct, Utf8, Vector, vectorFromArray } from 'apache-arrow';
 import { narrowBatch, NARROW_SCHEMA } from '../src/cli/demo-data.js';
 import { MapTaskPool, type MapTaskSpec } from '../src/shuffle/map-task-pool.js';
 import type { MapStatus } from '../src/shuffle/map-status.js';
 import { ReduceReader } from '../src/shuffle/reduce-reader.js';
 import { rowsOf } from './support/rows.js';
-import { makeTempDir, removeDir } from './support/temp-dir.js';
+import { useMapTaskFixture } from './support/map-task-fixture.js';
 
 const TRANSFORMS = new URL('./support/map-transforms.ts', import.meta.url);
 /** A transform that writes `batches` batches, then loops synchronously forever: its thread cannot see an abort. */
@@ -45,18 +45,7 @@ async function readBack(status: MapStatus): Promise<string[]> {
 const files = async () => (await readdir(dir)).sort();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-beforeAll(() => {
-  pool = new MapTaskPool({ threads: 1 });
-});
-afterAll(async () => {
-  await pool.close();
-});
-beforeEach(async () => {
-  dir = await makeTempDir('cs-wpc-');
-});
-afterEach(async () => {
-  await removeDir(dir);
-});
+useMapTaskFixture({ threads: 1, dirPrefix: 'cs-wpc-' }, (fixture) => ({ dir, pool } = fixture));
 
 describe('a failed task and the thread it ran on', () => {
   test('the thread runs the next task, which gets all of its own input; the failed input is closed', { timeout: 30_000 }, async () => {
