@@ -1,6 +1,5 @@
 import { Table, type RecordBatch } from 'apache-arrow';
-import { stat } from 'node:fs/promises';
-import { ShuffleError } from '../errors.js';
+import { assertDirectory } from '../format/output-files.js';
 import { CODEC_NAMES, type CodecName } from '../format/codec.js';
 import type { DictionaryUpdates } from '../writer/dictionary-tracker.js';
 import { MemoryPool } from '../memory/memory-pool.js';
@@ -124,7 +123,8 @@ async function partitioningOf(partitioning: CliPartitioning): Promise<Partitioni
 export async function writeCommand(args: string[], ctx: CliContext): Promise<number> {
   const options = parse(args);
   const started = performance.now();
-  if (options.spillDir !== undefined) await assertSpillDir(options.spillDir);
+  // the writer checks it too, but only once the input is open and the bounds are read: a mistyped --spill-dir fails first
+  if (options.spillDir !== undefined) await assertDirectory(options.spillDir, 'spill');
   const partitioning = await partitioningOf(options.partitioning);
   const input = await openArrowInput(options.input);
   const memoryLimit = options.memoryLimit ?? defaultMemoryLimit(ctx.systemMemory);
@@ -228,13 +228,3 @@ function spillDirOption(text: string | undefined): string | undefined {
   return text;
 }
 
-/** The writer would check too, but its message speaks of the output directory. */
-async function assertSpillDir(dir: string): Promise<void> {
-  let isDirectory = false;
-  try {
-    isDirectory = (await stat(dir)).isDirectory();
-  } catch (cause) {
-    throw new ShuffleError('CS_FILE_NOT_FOUND', 'the spill directory does not exist', { file: dir }, { cause });
-  }
-  if (!isDirectory) throw new ShuffleError('CS_FILE_NOT_FOUND', 'the spill directory is not a directory', { file: dir });
-}
