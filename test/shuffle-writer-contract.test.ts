@@ -354,11 +354,21 @@ describe('abort() while a reclaim waits', () => {
   });
 });
 
+/**
+ * A writer of one partition on a 4 MiB pool, with buffers of 2,048 rows whose
+ * evictions are parked in the merge buffer until it holds `maxBatchRows`.
+ */
+async function parkingWriter(maxBatchRows: number): Promise<{ pool: MemoryPool; writer: ShuffleWriter }> {
+  const pool = new MemoryPool(4 * 1024 * 1024);
+  const writer = await ShuffleWriter.create(
+    options({ memoryPool: pool, numPartitions: 1, partitioning: { kind: 'single' }, codec: 'none', memLimit: 32 * 1024, memLimitFloor: 32 * 1024, maxBatchRows, mergeThreshold: 0.25 }),
+  );
+  return { pool, writer };
+}
+
 describe('a payload that waits for memory', () => {
   it('keeps its rows out of a reclaim meanwhile: parked rows finish() emits while the pool is short are written once', async () => {
-    const pool = new MemoryPool(4 * 1024 * 1024);
-    // one partition, buffers of 2,048 rows, evictions of up to 50,000 rows parked in the merge buffer
-    const writer = await ShuffleWriter.create(options({ memoryPool: pool, numPartitions: 1, partitioning: { kind: 'single' }, codec: 'none', memLimit: 32 * 1024, memLimitFloor: 32 * 1024, maxBatchRows: 200_000, mergeThreshold: 0.25 }));
+    const { pool, writer } = await parkingWriter(200_000);
     for (let b = 0; b < 80; b++) await writer.write(batchOf(b * 2048, 2048)); // 160 K rows (640 KB) parked
     const other = pool.register('other consumer');
     await other.grow(pool.available - 600 * 1024); // their payload must wait: the pool asks the writer itself to reclaim
@@ -372,9 +382,7 @@ describe('a payload that waits for memory', () => {
 
 describe('an eviction the pool has no memory for', () => {
   it('goes straight into a spill run, parked rows included, and those rows are written once', async () => {
-    const pool = new MemoryPool(4 * 1024 * 1024);
-    // one partition, buffers of 2,048 rows, evictions parked in the merge buffer until it holds maxBatchRows
-    const writer = await ShuffleWriter.create(options({ memoryPool: pool, numPartitions: 1, partitioning: { kind: 'single' }, codec: 'none', memLimit: 32 * 1024, memLimitFloor: 32 * 1024, maxBatchRows: 80 * 2048, mergeThreshold: 0.25 }));
+    const { pool, writer } = await parkingWriter(80 * 2048);
     for (let b = 0; b < 80; b++) await writer.write(batchOf(b * 2048, 2048)); // 79 evictions parked, 2,048 rows buffered
     const other = pool.register('other consumer');
     await other.grow(pool.available - 600 * 1024); // no room for a payload of the 640 KB merge buffer

@@ -82,7 +82,8 @@ export class ShuffleReader {
   ) {
     this.offsets = offsets;
     this.checksums = checksums;
-    this.readRunBytes = openOptions.readRunBytes ?? DEFAULT_READ_RUN_BYTES;
+    // a run is read into one buffer: never longer than the platform's largest
+    this.readRunBytes = Math.min(openOptions.readRunBytes ?? DEFAULT_READ_RUN_BYTES, MAX_READ_BYTES);
   }
 
   /** Opens `<prefix>.data`, `<prefix>.index` and `<prefix>.checksum.CRC32C` from the local file system. */
@@ -98,7 +99,7 @@ export class ShuffleReader {
       opened.push(checksum);
       return await ShuffleReader.fromSources({ data, index, checksum }, options);
     } catch (error) {
-      await Promise.all(opened.map((s) => s.close()));
+      await closeSources(opened).catch(() => undefined); // the error that stopped the open is the story
       throw error;
     }
   }
@@ -236,9 +237,8 @@ export class ShuffleReader {
     if (this.sources.data.readInto === undefined) return { first, end: first + 1, bytes: await this.readFresh(first), borrowed: false };
     const start = this.offsets[first]!;
     this.assertFitsOneBuffer(first, this.offsets[first + 1]! - start);
-    const runBytes = Math.min(this.readRunBytes, MAX_READ_BYTES);
     let end = first + 1;
-    while (end < rangeEnd && this.offsets[end + 1]! - start <= runBytes) end++;
+    while (end < rangeEnd && this.offsets[end + 1]! - start <= this.readRunBytes) end++;
     const length = this.offsets[end]! - start;
     if (length === 0) return { first, end, bytes: new Uint8Array(0), borrowed: false };
     let buffer = this.idleReadBuffers.pop();
@@ -333,7 +333,7 @@ export class ShuffleReader {
   /** Closes the sources, each once (also when one of them fails to close, or close() is called again). */
   async close(): Promise<void> {
     const { data, index, checksum } = this.sources;
-    await runEveryStep([() => data.close(), () => index.close(), () => checksum?.close()]);
+    await closeSources([data, index, checksum]);
   }
 
   private assertPartition(p: number): void {
@@ -354,6 +354,11 @@ interface PartitionRun {
   bytes: Uint8Array;
   borrowed: boolean;
 }
+/** Closes every source given, also after one fails to close; then throws the first failure. */
+export function closeSources(sources: readonly (ByteRangeSource | undefined)[]): Promise<void> {
+  return runEveryStep(sources.map((source) => () => source?.close()));
+}
+
 /** The longest read buffer (a partition, or a run of them): the platform's largest typed array, 4 GiB on Node 20. */
 const MAX_READ_BYTES = constants.MAX_LENGTH;
 /** Read buffers a reader keeps for its next runs: the one being decoded and the one being read ahead. */

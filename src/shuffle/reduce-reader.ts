@@ -1,8 +1,7 @@
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { atMapOutput, ShuffleError } from '../errors.js';
 import { BatchCoalescer } from '../reader/batch-coalescer.js';
-import { ShuffleReader, type OpenOptions, type ShuffleOutputSources } from '../reader/shuffle-reader.js';
-import { runEveryStep } from '../run-every-step.js';
+import { closeSources, ShuffleReader, type OpenOptions, type ShuffleOutputSources } from '../reader/shuffle-reader.js';
 import { sameSchema, schemaDifference } from '../writer/same-schema.js';
 import { idLocation, type MapOutputId } from './map-output-id.js';
 import { MAX_MAPS, type MapOutputLocator } from './map-output-tracker.js';
@@ -420,7 +419,7 @@ async function fromOpened(sources: ShuffleOutputSources, options: OpenOptions | 
   try {
     return await ShuffleReader.fromSources(sources, options);
   } catch (error) {
-    await runEveryStep([() => sources.data.close(), () => sources.index.close(), () => sources.checksum?.close()]).catch(() => undefined);
+    await closeSources([sources.data, sources.index, sources.checksum]).catch(() => undefined);
     throw error;
   }
 }

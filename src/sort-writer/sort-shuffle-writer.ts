@@ -368,7 +368,6 @@ export class SortShuffleWriter implements Reclaimable {
 
   // ------------------------------------------------------------------------------------------
 
-  /** Encodes the batch's rows into pages, a run of rows per page, and appends their pointers. */
   /**
    * Encodes the batch's rows into pages, a run of rows per page, and appends
    * their pointers. The rows are placed grouped by partition (a counting sort
@@ -502,9 +501,9 @@ export class SortShuffleWriter implements Reclaimable {
   /**
    * Writes every buffered row out as one partition-ordered run of the spill
    * file (Spark's ShuffleExternalSorter.spill); the pages become spares. A
-   * spill asked for while one runs waits for it.
+   * spill asked for while one runs waits for it. Returns the bytes of the
+   * pages of single large rows it dropped (the others become spares).
    */
-  /** Spills the rows in memory as one run; returns the bytes of the pages of single large rows it dropped (the others become spares). */
   private async spill(): Promise<number> {
     while (this.spilling !== null) await this.spilling.catch(() => undefined);
     // after the teardown a new spill file would outlive the writer
