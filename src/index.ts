@@ -23,7 +23,7 @@ export type { DictionaryUpdates } from './writer/dictionary-tracker.js';
 export { MemoryPool, MemoryReservation, MemoryLimitError, type Reclaimable } from './memory/memory-pool.js';
 export { defaultMemoryPool } from './memory/default-pool.js';
 export { partitionBufferRows, targetCapacity } from './writer/buffer-sizing.js';
-export { DEFAULT_READ_RUN_BYTES, ShuffleReader, type OpenOptions, type ReadOptions, type ShuffleOutputSources } from './reader/shuffle-reader.js';
+export { DEFAULT_READ_RUN_BYTES, DEFAULT_WHOLE_PARTITION_BYTES, ShuffleReader, type OpenOptions, type ReadOptions, type ShuffleOutputSources } from './reader/shuffle-reader.js';
 export { LocalFileSource, type ByteRangeSource } from './reader/byte-source.js';
 export { BatchCoalescer } from './reader/batch-coalescer.js';
 export { removeLeftovers, type LeftoverLocations } from './cleanup.js';

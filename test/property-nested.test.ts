@@ -22,7 +22,7 @@ import type { Partitioning } from '../src/writer/partitioner.js';
 import { buildColumn, containsView } from './support/columns.js';
 import { buildAny, randomType, type DictionaryContext } from './support/nested.js';
 import { Rng } from './support/random.js';
-import { collect, firstDifference, makeTempDir, readWithArrowJs, removeDir, runShuffle } from './support/shuffle-harness.js';
+import { collect, firstDifference, makeTempDir, readWithArrowJs, removeDir, runShuffle, streamedDifference } from './support/shuffle-harness.js';
 import { WRITER_KINDS } from '../src/writer-kind.js';
 
 const SEED = process.env.FC_SEED !== undefined ? Number(process.env.FC_SEED) : 0x0e57_ed;
@@ -102,7 +102,7 @@ function fail(message: string | null): void {
 
 describe.each(WRITER_KINDS)('%s writer: shuffle round trip over random nested schemas', (writer) => {
   test(
-    'every partition comes back exactly, in order, through our reader (also coalesced) and arrow-js, within the memory limit, leaving no spill file',
+    'every partition comes back exactly, in order, through our reader (also coalesced, and read a message at a time) and arrow-js, within the memory limit, leaving no spill file',
     async () => {
       console.log(`property-nested (${writer} writer): fast-check seed ${SEED}, ${RUNS} runs (override with FC_SEED / FC_RUNS)`);
       await fc.assert(
@@ -126,6 +126,7 @@ describe.each(WRITER_KINDS)('%s writer: shuffle round trip over random nested sc
             } finally {
               await reader.close();
             }
+            fail(await streamedDifference(outcome.prefix, outcome.expected));
             if (pool !== undefined) {
               if (pool.peak > pool.limit) throw new Error(`pool peak ${pool.peak} over its limit ${pool.limit}`);
               if (pool.reserved !== 0) throw new Error(`${pool.reserved} bytes still reserved after finish`);

@@ -9,7 +9,6 @@
  * (a one-partition output of the columnar writer), laid out as the test needs:
  * empty partitions around it, several copies of it, a crafted checksum file.
  */
-import { constants } from 'node:buffer';
 import { readdirSync, readlinkSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -433,38 +432,5 @@ describe('BatchCoalescer', () => {
     expect(out).toEqual([]);
     expect([...last!.getChildAt(0)!].map(String)).toEqual(['a', 'b', 'c']);
     expect([...last!.getChildAt(0)!.data[0]!.dictionary!].map(String)).toEqual(['a', 'b', 'c']);
-  });
-});
-
-describe('a partition longer than one buffer can be', () => {
-  /** The real partition, then (virtually) `tail` more bytes: a data source that claims them without holding them. */
-  function sparseData(tail: number, withReadInto: boolean): MemorySource {
-    const source = new MemorySource('sparse.data', partition, withReadInto);
-    source.size = async () => partition.byteLength + tail;
-    return source;
-  }
-  const HUGE = constants.MAX_LENGTH + 8;
-
-  test.each([true, false])('is CS_PARTITION_TOO_LARGE naming it, before any of it is read (readInto: %s)', async (withReadInto) => {
-    const data = sparseData(HUGE, withReadInto);
-    const reader = await ShuffleReader.fromSources({ data, index: new MemorySource('mem.index', u64be([0, partition.byteLength, partition.byteLength + HUGE])) });
-    const error = await failure(values(reader.readPartition(1)));
-    expect(error).toMatchObject({ code: 'CS_PARTITION_TOO_LARGE', where: { partition: 1, offset: partition.byteLength } });
-    expect(error.message).toContain(`partition 1 holds ${HUGE} bytes`);
-    expect(data.calls.filter((call) => !call.startsWith('size'))).toEqual([]);
-    await reader.close();
-  });
-
-  test('a run never joins partitions past it, whatever readRunBytes says: the partition before is read, then the refusal', async () => {
-    const data = sparseData(HUGE, true);
-    const index = new MemorySource('mem.index', u64be([0, partition.byteLength, partition.byteLength + HUGE]));
-    const reader = await ShuffleReader.fromSources({ data, index }, { readRunBytes: 2 ** 40 });
-    const read: number[] = [];
-    const error = await failure((async () => {
-      for await (const batch of reader.readPartitions(0, 2)) for (const row of batch) read.push(row!.v as number);
-    })());
-    expect(read).toEqual(TWENTY);
-    expect(error).toMatchObject({ code: 'CS_PARTITION_TOO_LARGE', where: { partition: 1 } });
-    await reader.close();
   });
 });

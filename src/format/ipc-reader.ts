@@ -1,3 +1,4 @@
+import { constants } from 'node:buffer';
 import { makeData, RecordBatch, Struct, Vector, type Data, type DataType, type Schema } from 'apache-arrow';
 import { DateUnit, IntervalUnit, MessageHeader, MetadataVersion, Precision, TimeUnit, Type, UnionMode } from 'apache-arrow/enum';
 import {
@@ -27,10 +28,29 @@ import { flatKindsOf, loadFlatColumns, type FlatKind } from './flat-loader.js';
  * file offset of `bytes[0]`.
  */
 export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {}, options: IpcReadOptions = {}): AsyncGenerator<RecordBatch> {
+  yield* readMessages(new MessageCursor(bytes, where), options);
+}
+
+/**
+ * Reads the Arrow IPC stream of `length` bytes at `start` of a source a
+ * message at a time, as readIpcStream reads one in memory (the same checks,
+ * the same errors at the same offsets): for a stream too long to hold whole.
+ * It holds the message being handed out and the next one; each message is
+ * read into memory of its own, which its batches view (`borrowed` is ignored).
+ *
+ * `where.offset` is the file offset of the stream's first byte, as for readIpcStream.
+ */
+export async function* readIpcStreamAt(read: ReadBytes, start: number, length: number, where: ErrorLocation = {}, options: IpcReadOptions = {}): AsyncGenerator<RecordBatch> {
+  yield* readMessages(new RangeMessageCursor(read, start, length, where), { ...options, borrowed: false });
+}
+
+/** Reads `length` bytes at `offset` (of a file, or another source) into memory of their own, 8-aligned. */
+export type ReadBytes = (offset: number, length: number) => Promise<Uint8Array>;
+
+async function* readMessages(messages: StreamCursor, options: IpcReadOptions): AsyncGenerator<RecordBatch> {
   const maxBufferBytes = maxBufferBytesOf(options.maxBufferBytes);
   const borrowed = options.borrowed ?? false;
-  const messages = new MessageCursor(bytes, where);
-  const first = messages.next();
+  const first = await messages.next();
   if (first === null) return;
   if (first.message.headerType !== MessageHeader.Schema) {
     throw messages.corrupt('the stream does not start with a schema message', first.start);
@@ -51,7 +71,7 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
   // While a record batch is handed out, the next one (if the next message is one) is already
   // loading (its large frames decompressing on the libuv pool). Dictionary batches are taken in order:
   // nothing is loaded past one.
-  let next = messages.next();
+  let next = await messages.next();
   let loading = next !== null && isRecordBatch(next) ? load(next) : null;
   while (next !== null) {
     const { message, body, start } = next;
@@ -60,7 +80,7 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
     if (message.headerType === MessageHeader.RecordBatch) {
       const header = next.header as RecordBatchHeader;
       try {
-        following = messages.next();
+        following = await messages.next();
       } catch (error) {
         followingError = error; // reported after this batch, as without the look-ahead
       }
@@ -103,7 +123,7 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
     } else {
       throw messages.corrupt(`unexpected ${MessageHeader[message.headerType] ?? message.headerType} message`, start);
     }
-    next = messages.next();
+    next = await messages.next();
     loading = next !== null && isRecordBatch(next) ? load(next) : null;
   }
 }
@@ -118,7 +138,7 @@ function isRecordBatch(raw: RawMessage): boolean {
  * does not have, a dictionary indexed by something other than an integer) is
  * refused here, not deep in arrow-js or in a buffer allocation.
  */
-function assertUsableSchema(schema: Schema, messages: MessageCursor): void {
+function assertUsableSchema(schema: Schema, messages: StreamCursor): void {
   const found = fieldsProblem(schema.fields);
   if (found !== null) throw messages.corrupt(`the schema message describes ${found}`, 0);
 }
@@ -255,48 +275,66 @@ interface RawMessage {
   start: number;
 }
 
-/** Walks the encapsulated messages of a stream, checking every length against the bytes present. */
-class MessageCursor {
-  private position = 0;
-  constructor(private readonly bytes: Uint8Array, private readonly where: ErrorLocation) {}
+/**
+ * Walks the encapsulated messages of a stream, checking every length against
+ * the stream's before anything is allocated. The checks are the subclasses'
+ * shared steps, so a stream read in memory and one read from a source fail
+ * alike, at the same offsets:
+ *
+ * ```text
+ * FF FF FF FF | int32 LE metadataSize | metadata | body     (metadataSize 0: end of stream)
+ * int32 LE metadataSize | metadata | body                  (legacy framing, before Arrow 0.15)
+ * ```
+ */
+abstract class StreamCursor {
+  protected position = 0;
+  constructor(protected readonly length: number, private readonly where: ErrorLocation) {}
 
-  next(): RawMessage | null {
-    const { bytes } = this;
-    const start = this.position;
-    if (start === bytes.byteLength) return null; // stream ended without an end-of-stream marker
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    if (start + 4 > bytes.byteLength) throw this.corrupt('truncated message header', start);
-    let metadataSize = view.getInt32(start, true);
+  /** The next message, or null at the end of the stream (an end-of-stream marker, or its last byte). */
+  abstract next(): RawMessage | null | Promise<RawMessage | null>;
+
+  /**
+   * The frame of the message at `start`, from `head`: the stream's bytes
+   * from `start`, 8 of them, or fewer where the stream ends sooner. Null at
+   * an end-of-stream marker.
+   */
+  protected frame(head: DataView, headOffset: number, start: number): { metadataStart: number; metadataSize: number } | null {
+    if (start + 4 > this.length) throw this.corrupt('truncated message header', start);
+    let metadataSize = head.getInt32(headOffset, true);
     let headerSize = 4;
     if (metadataSize === (CONTINUATION_MARKER | 0)) {
-      if (start + 8 > bytes.byteLength) throw this.corrupt('truncated message header', start);
-      metadataSize = view.getInt32(start + 4, true);
+      if (start + 8 > this.length) throw this.corrupt('truncated message header', start);
+      metadataSize = head.getInt32(headOffset + 4, true);
       headerSize = 8;
     }
     if (metadataSize === 0) return null; // end-of-stream marker
     const metadataStart = start + headerSize;
-    if (metadataSize < 0 || metadataStart + metadataSize > bytes.byteLength) {
+    if (metadataSize < 0 || metadataStart + metadataSize > this.length) {
       throw this.corrupt(`message metadata of ${metadataSize} bytes runs past the end of the stream`, start);
     }
-    const countProblem = metadataCountProblem(bytes.subarray(metadataStart, metadataStart + metadataSize));
+    return { metadataStart, metadataSize };
+  }
+
+  /** The message at `start` whose metadata, from `metadataStart`, is `metadata`; its body checked to lie within the stream. */
+  protected decode(metadata: Uint8Array, start: number, metadataStart: number): { message: Message; header: unknown; bodyStart: number; bodyLength: number } {
+    const countProblem = metadataCountProblem(metadata);
     if (countProblem !== null) throw this.corrupt(countProblem, start);
     let message: Message;
     let header: unknown;
     try {
       // arrow-js decodes the header lazily: decode it here, where a broken flatbuffer is still ours to report
-      message = Message.decode(bytes.subarray(metadataStart, metadataStart + metadataSize));
+      message = Message.decode(metadata);
       header = message.header();
     } catch (cause) {
       throw this.corrupt(`unreadable message metadata: ${(cause as Error).message}`, start, cause);
     }
     if (header === null || header === undefined) throw this.corrupt('message metadata without a header', start);
-    const bodyStart = metadataStart + metadataSize;
+    const bodyStart = metadataStart + metadata.byteLength;
     const bodyLength = Number(message.bodyLength);
-    if (!Number.isSafeInteger(bodyLength) || bodyLength < 0 || bodyStart + bodyLength > bytes.byteLength) {
+    if (!Number.isSafeInteger(bodyLength) || bodyLength < 0 || bodyStart + bodyLength > this.length) {
       throw this.corrupt(`message body of ${message.bodyLength} bytes runs past the end of the stream`, start);
     }
-    this.position = bodyStart + bodyLength;
-    return { message, header, body: bytes.subarray(bodyStart, bodyStart + bodyLength), start };
+    return { message, header, bodyStart, bodyLength };
   }
 
   corrupt(what: string, offsetInStream: number, cause?: unknown): ShuffleError {
@@ -305,6 +343,54 @@ class MessageCursor {
   }
 }
 
+/** A stream held in memory: its messages' bodies are views into it. */
+class MessageCursor extends StreamCursor {
+  private readonly view: DataView;
+  constructor(private readonly bytes: Uint8Array, where: ErrorLocation) {
+    super(bytes.byteLength, where);
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+
+  next(): RawMessage | null {
+    const start = this.position;
+    if (start === this.length) return null; // stream ended without an end-of-stream marker
+    const frame = this.frame(this.view, start, start);
+    if (frame === null) return null;
+    const { metadataStart, metadataSize } = frame;
+    const { message, header, bodyStart, bodyLength } = this.decode(this.bytes.subarray(metadataStart, metadataStart + metadataSize), start, metadataStart);
+    this.position = bodyStart + bodyLength;
+    return { message, header, body: this.bytes.subarray(bodyStart, bodyStart + bodyLength), start };
+  }
+}
+
+/**
+ * A stream of `length` bytes at `offset` of a source, read a message at a
+ * time: its frame, its metadata, then its body, each read once its length is
+ * known to lie within the stream.
+ */
+class RangeMessageCursor extends StreamCursor {
+  constructor(private readonly read: ReadBytes, private readonly offset: number, length: number, where: ErrorLocation) {
+    super(length, where);
+  }
+
+  async next(): Promise<RawMessage | null> {
+    const start = this.position;
+    if (start === this.length) return null;
+    const head = await this.read(this.offset + start, Math.min(8, this.length - start));
+    const frame = this.frame(new DataView(head.buffer, head.byteOffset, head.byteLength), 0, start);
+    if (frame === null) return null;
+    const { metadataStart, metadataSize } = frame;
+    const metadata = await this.read(this.offset + metadataStart, metadataSize);
+    const { message, header, bodyStart, bodyLength } = this.decode(metadata, start, metadataStart);
+    if (bodyLength > MAX_BODY_BYTES) throw this.corrupt(`a message body of ${bodyLength} bytes is longer than one buffer can hold`, start);
+    this.position = bodyStart + bodyLength;
+    const body = bodyLength === 0 ? new Uint8Array(0) : await this.read(this.offset + bodyStart, bodyLength);
+    return { message, header, body, start };
+  }
+}
+
+/** The longest message body a stream read from a source may have: it is read into one buffer. */
+const MAX_BODY_BYTES = constants.MAX_LENGTH;
 /**
  * Every message of a stream, decoded as readIpcStream decodes them, with the
  * objects decoding made (the cursor, each message and its header): for
@@ -330,7 +416,7 @@ async function loadColumns(
   kinds: FlatKind[] | null,
   dictionaries: Map<number, Vector>,
   version: MetadataVersion,
-  messages: MessageCursor,
+  messages: StreamCursor,
   messageStart: number,
   maxBufferBytes: number,
   borrowed: boolean,
@@ -361,7 +447,7 @@ async function loadColumns(
 }
 
 /** A record batch over maxBufferBytes: CS_CORRUPT_DATA, as the claim may be a damaged length, saying which limit it passed. */
-function overLimit(messages: MessageCursor, messageStart: number, what: string, maxBufferBytes: number): ShuffleError {
+function overLimit(messages: StreamCursor, messageStart: number, what: string, maxBufferBytes: number): ShuffleError {
   return messages.corrupt(`${what}, over the maxBufferBytes limit of ${maxBufferBytes} (a damaged length, or a limit too low for this batch)`, messageStart);
 }
 
@@ -383,7 +469,7 @@ function overLimit(messages: MessageCursor, messageStart: number, what: string, 
 async function decompressBody(
   header: RecordBatchHeader,
   body: Uint8Array,
-  messages: MessageCursor,
+  messages: StreamCursor,
   messageStart: number,
   maxBufferBytes: number,
   borrowed: boolean,

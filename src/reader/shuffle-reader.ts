@@ -1,16 +1,17 @@
 import { constants } from 'node:buffer';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { ShuffleError, type ErrorLocation } from '../errors.js';
-import { maxBufferBytesOf, readIpcSchema, readIpcStream } from '../format/ipc-reader.js';
+import { maxBufferBytesOf, readIpcSchema, readIpcStream, type IpcReadOptions } from '../format/ipc-reader.js';
 import { crc32cOf, outputPaths } from '../format/output-files.js';
 import { runEveryStep } from '../run-every-step.js';
-import { isRowPartition, parseRowPartitionHeader, rowHeaderLength } from '../sort-writer/row-format.js';
-import { readRowPartition, RowHeaderCache } from '../sort-writer/row-reader.js';
+import { isRowPartition, parseRowPartitionHeader } from '../sort-writer/row-format.js';
+import { readRowHeaderAt, readRowPartition, RowHeaderCache } from '../sort-writer/row-reader.js';
 import { sameSchema } from '../writer/same-schema.js';
 import { BatchCoalescer } from './batch-coalescer.js';
 import { LocalFileSource, type ByteRangeSource } from './byte-source.js';
 import { CheckedSource } from './checked-source.js';
 import { retainReaderShapes } from './reader-shapes.js';
+import { assertChecksum, readStreamedPartition } from './streamed-partition.js';
 
 /** ShuffleOutputSources as the reader holds them (checked-source.ts). */
 interface CheckedSources {
@@ -40,10 +41,21 @@ export interface OpenOptions {
    * a larger partition is read alone. 0 reads one partition per call.
    */
   readRunBytes?: number;
+  /**
+   * The longest partition read whole (default 256 MiB,
+   * DEFAULT_WHOLE_PARTITION_BYTES). A longer one is read in two passes of
+   * bounded memory: its checksum over reads of 8 MiB, then its batches a
+   * message (or row block) at a time (streamed-partition.ts). Its bytes are
+   * read twice, but a reader never needs a buffer of its length: past 4 GiB
+   * (on Node 20) there is none.
+   */
+  wholePartitionBytes?: number;
 }
 
 /** See OpenOptions.readRunBytes. */
 export const DEFAULT_READ_RUN_BYTES = 4 * 1024 * 1024;
+/** See OpenOptions.wholePartitionBytes. */
+export const DEFAULT_WHOLE_PARTITION_BYTES = 256 * 1024 * 1024;
 
 /**
  * Reads a shuffle output: the index tells where each partition's bytes lie
@@ -55,7 +67,9 @@ export const DEFAULT_READ_RUN_BYTES = 4 * 1024 * 1024;
  *
  * A partition is read whole and its CRC32C verified before its first batch is
  * decoded, so a damaged partition never yields a single row; batches are then
- * decompressed asynchronously one after another. A range of partitions is
+ * decompressed asynchronously one after another. A partition longer than
+ * `wholePartitionBytes` is verified in a first pass, then read a message at a
+ * time (streamed-partition.ts). A range of partitions is
  * read in runs of neighbouring partitions, up to `readRunBytes` per read call,
  * into read buffers the reader reuses (when the source has `readInto`): two,
  * as large as the largest run read so far, up to 64 MiB each, kept until
@@ -74,6 +88,7 @@ export class ShuffleReader {
   /** read buffers no read is using: taken for a run of partitions, given back once its batches are decoded */
   private readonly idleReadBuffers: Uint8Array[] = [];
   private readonly readRunBytes: number;
+  private readonly wholePartitionBytes: number;
   private constructor(
     private readonly sources: CheckedSources,
     offsets: number[],
@@ -84,6 +99,7 @@ export class ShuffleReader {
     this.checksums = checksums;
     // a run is read into one buffer: never longer than the platform's largest
     this.readRunBytes = Math.min(openOptions.readRunBytes ?? DEFAULT_READ_RUN_BYTES, MAX_READ_BYTES);
+    this.wholePartitionBytes = Math.min(openOptions.wholePartitionBytes ?? DEFAULT_WHOLE_PARTITION_BYTES, MAX_READ_BYTES);
   }
 
   /** Opens `<prefix>.data`, `<prefix>.index` and `<prefix>.checksum.CRC32C` from the local file system. */
@@ -117,9 +133,11 @@ export class ShuffleReader {
       checksum: given.checksum === undefined ? undefined : CheckedSource.of(given.checksum),
     };
     const { index, data, checksum } = sources;
-    const runBytes = options.readRunBytes;
-    if (runBytes !== undefined && !(Number.isSafeInteger(runBytes) && runBytes >= 0)) {
-      throw new ShuffleError('CS_INVALID_ARGUMENT', `readRunBytes must be an integer >= 0, got ${String(runBytes)}`);
+    for (const name of ['readRunBytes', 'wholePartitionBytes'] as const) {
+      const bytes = options[name];
+      if (bytes !== undefined && !(Number.isSafeInteger(bytes) && bytes >= 0)) {
+        throw new ShuffleError('CS_INVALID_ARGUMENT', `${name} must be an integer >= 0, got ${String(bytes)}`);
+      }
     }
     maxBufferBytesOf(options.maxBufferBytes); // refused here, before any file is read
     const indexSize = await index.size();
@@ -181,8 +199,8 @@ export class ShuffleReader {
       const start = this.offsets[p]!;
       const head = await this.sources.data.read(start, Math.min(16, length));
       if (isRowPartition(head)) {
-        const headerLength = rowHeaderLength(head) ?? head.byteLength;
-        return parseRowPartitionHeader(await this.sources.data.read(start, Math.min(length, headerLength)), this.location(p)).schema;
+        const read = (offset: number, bytes: number) => this.sources.data.read(offset, bytes);
+        return parseRowPartitionHeader(await readRowHeaderAt(read, start, length, head), this.location(p)).schema;
       }
       const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
       const continued = head.byteLength >= 8 && view.getInt32(0, true) === -1;
@@ -194,7 +212,12 @@ export class ShuffleReader {
     return null;
   }
 
-  /** The verified bytes of partition p: one complete Arrow IPC stream or sort-writer partition, or empty. */
+  /**
+   * The verified bytes of partition p: one complete Arrow IPC stream or
+   * sort-writer partition, or empty. They are in one buffer: a partition
+   * longer than Node's largest (4 GiB on Node 20) is CS_PARTITION_TOO_LARGE
+   * here, though readPartition reads it.
+   */
   async partitionBytes(p: number): Promise<Uint8Array> {
     const bytes = await this.readFresh(p);
     this.verify(p, bytes);
@@ -208,10 +231,10 @@ export class ShuffleReader {
     return length === 0 ? new Uint8Array(0) : this.sources.data.read(this.offsets[p]!, length);
   }
 
-  /** A partition is read into one buffer: one longer than the platform's largest cannot be (allocating it threw a RangeError). */
+  /** partitionBytes returns one buffer: a partition longer than the platform's largest cannot be one (allocating it threw a RangeError). */
   private assertFitsOneBuffer(p: number, length: number): void {
     if (length > MAX_READ_BYTES) {
-      throw new ShuffleError('CS_PARTITION_TOO_LARGE', `partition ${p} holds ${length} bytes, more than one buffer can hold on this Node.js (${MAX_READ_BYTES}); the reader holds a partition whole`, this.location(p));
+      throw new ShuffleError('CS_PARTITION_TOO_LARGE', `partition ${p} holds ${length} bytes, more than one buffer can hold on this Node.js (${MAX_READ_BYTES}); readPartition reads it a message at a time`, this.location(p));
     }
   }
 
@@ -234,13 +257,13 @@ export class ShuffleReader {
    * verifies the checksums, partition by partition.
    */
   private async fetchRun(first: number, rangeEnd: number): Promise<PartitionRun> {
-    if (this.sources.data.readInto === undefined) return { first, end: first + 1, bytes: await this.readFresh(first), borrowed: false };
+    if (this.isStreamed(first)) return { first, end: first + 1, bytes: new Uint8Array(0), borrowed: false, streamed: true };
+    if (this.sources.data.readInto === undefined) return { first, end: first + 1, bytes: await this.readFresh(first), borrowed: false, streamed: false };
     const start = this.offsets[first]!;
-    this.assertFitsOneBuffer(first, this.offsets[first + 1]! - start);
     let end = first + 1;
-    while (end < rangeEnd && this.offsets[end + 1]! - start <= this.readRunBytes) end++;
+    while (end < rangeEnd && this.offsets[end + 1]! - start <= this.readRunBytes && !this.isStreamed(end)) end++;
     const length = this.offsets[end]! - start;
-    if (length === 0) return { first, end, bytes: new Uint8Array(0), borrowed: false };
+    if (length === 0) return { first, end, bytes: new Uint8Array(0), borrowed: false, streamed: false };
     let buffer = this.idleReadBuffers.pop();
     if (buffer === undefined || buffer.byteLength < length) buffer = new Uint8Array(Math.min(MAX_READ_BYTES, Math.max(length, (buffer?.byteLength ?? 0) * 2)));
     const bytes = buffer.subarray(0, length);
@@ -250,7 +273,12 @@ export class ShuffleReader {
       this.giveReadBuffer(bytes);
       throw error;
     }
-    return { first, end, bytes, borrowed: true };
+    return { first, end, bytes, borrowed: true, streamed: false };
+  }
+
+  /** Whether partition p is too long to read whole (OpenOptions.wholePartitionBytes). */
+  private isStreamed(p: number): boolean {
+    return this.offsets[p + 1]! - this.offsets[p]! > this.wholePartitionBytes;
   }
 
   private giveReadBuffer(bytes: Uint8Array): void {
@@ -261,12 +289,22 @@ export class ShuffleReader {
 
   private verify(p: number, bytes: Uint8Array): void {
     const expected = this.checksums?.[p];
-    if (expected !== undefined) {
-      const actual = crc32cOf([bytes]);
-      if (actual !== expected) {
-        throw new ShuffleError('CS_CHECKSUM_MISMATCH', `partition bytes have CRC32C ${hex(actual)}, the checksum file says ${hex(expected)}`, this.location(p));
-      }
+    if (expected !== undefined) assertChecksum(crc32cOf([bytes]), expected, this.location(p));
+  }
+
+  /** The batches of partition p of `run`, verified first; null when it is empty. */
+  private partitionBatches(run: PartitionRun, p: number, options: IpcReadOptions): AsyncGenerator<RecordBatch> | null {
+    const where = this.location(p);
+    const start = this.offsets[p]!;
+    if (run.streamed) {
+      return readStreamedPartition(this.sources.data, start, this.offsets[p + 1]! - start, this.checksums?.[p], where, options, this.rowHeaders);
     }
+    const runStart = this.offsets[run.first]!;
+    const bytes = run.bytes.subarray(start - runStart, this.offsets[p + 1]! - runStart);
+    // an empty partition too is verified: its checksum must be that of nothing
+    this.verify(p, bytes);
+    if (bytes.byteLength === 0) return null;
+    return isRowPartition(bytes) ? readRowPartition(bytes, where, options, this.rowHeaders) : readIpcStream(bytes, where, options);
   }
 
   /** The record batches of partition p, in the order they were written. */
@@ -296,15 +334,11 @@ export class ShuffleReader {
     while (fetching !== null) {
       const run = await fetching;
       fetching = fetch(run.end);
-      const runStart = this.offsets[run.first]!;
       // the decoders copy what their batches keep out of borrowed bytes (row partitions always do)
       const options = { ...this.openOptions, borrowed: run.borrowed };
       for (let p = run.first; p < run.end; p++) {
-        const bytes = run.bytes.subarray(this.offsets[p]! - runStart, this.offsets[p + 1]! - runStart);
-        // an empty partition too is verified: its checksum must be that of nothing
-        this.verify(p, bytes);
-        if (bytes.byteLength === 0) continue;
-        const batches = isRowPartition(bytes) ? readRowPartition(bytes, this.location(p), options, this.rowHeaders) : readIpcStream(bytes, this.location(p), options);
+        const batches = this.partitionBatches(run, p, options);
+        if (batches === null) continue;
         // a partition's batches all come from its one schema message (or row header): its first batch speaks for them
         let first = true;
         for await (const batch of batches) {
@@ -353,6 +387,8 @@ interface PartitionRun {
   end: number;
   bytes: Uint8Array;
   borrowed: boolean;
+  /** a partition too long to read whole: `bytes` is empty, and the partition is read by readStreamedPartition */
+  streamed: boolean;
 }
 /** Closes every source given, also after one fails to close; then throws the first failure. */
 export function closeSources(sources: readonly (ByteRangeSource | undefined)[]): Promise<void> {
@@ -366,6 +402,3 @@ const MAX_IDLE_READ_BUFFERS = 2;
 /** A larger read buffer (a run or a partition this large) is let go after use rather than kept until close. */
 const MAX_IDLE_READ_BUFFER_BYTES = 64 * 1024 * 1024;
 
-function hex(n: number): string {
-  return `0x${(n >>> 0).toString(16).padStart(8, '0')}`;
-}

@@ -23,6 +23,12 @@
  *    counted apart as `invalid-batch`.
  * In both modes any other exception, or a read that does not settle within
  * the per-case timeout, is a violation.
+ *
+ * Both reads are then made again with `wholePartitionBytes: 0`, which reads
+ * every partition a message (or row block) at a time instead of whole
+ * (modes `streamed-checksum` and `streamed`): each read must come to exactly
+ * what the whole read came to (the same rows, or the same error code and
+ * message), else it is a violation of kind `disagrees`.
  */
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -427,7 +433,10 @@ export function applyMutations(base: BaseOutput, mutations: readonly Mutation[])
 // ---------------------------------------------------------------------------------------------
 // reading a mutated output and judging the outcome
 
-export type Mode = 'checksum' | 'no-checksum';
+export type Mode = 'checksum' | 'no-checksum' | 'streamed-checksum' | 'streamed';
+
+/** The mode each streamed mode must agree with: the same files, read whole. */
+const WHOLE_MODE = { 'streamed-checksum': 'checksum', streamed: 'no-checksum' } as const;
 
 /** What one read of one partition (or of the whole output) came to. */
 export type Outcome =
@@ -439,7 +448,9 @@ export type Outcome =
   | { kind: 'invalid-batch'; detail: string }
   /** anything but a ShuffleError escaped: always a violation */
   | { kind: 'foreign-error'; name: string; message: string; stack: string }
-  | { kind: 'timeout'; ms: number };
+  | { kind: 'timeout'; ms: number }
+  /** a streamed read came to something else than the same read of whole partitions: always a violation */
+  | { kind: 'disagrees'; detail: string };
 
 export interface ReadReport {
   mode: Mode;
@@ -456,8 +467,8 @@ export interface CaseResult {
 
 export function isViolation(r: ReadReport): boolean {
   const k = r.outcome.kind;
-  if (k === 'foreign-error' || k === 'timeout') return true;
-  return r.mode === 'checksum' && (k === 'differs' || k === 'invalid-batch');
+  if (k === 'foreign-error' || k === 'timeout' || k === 'disagrees') return true;
+  return (r.mode === 'checksum' || r.mode === 'streamed-checksum') && (k === 'differs' || k === 'invalid-batch');
 }
 
 export function outcomeKey(r: ReadReport): string {
@@ -619,56 +630,67 @@ async function readAll(reader: ShuffleReader, base: BaseOutput, mode: Mode, repo
     }
     await guarded(`partition ${p}`, () => drain(reader.readPartition(p), base.rows[p]!, fieldCount, base.schemaTypes));
   }
-  if (mode === 'no-checksum' && reader.numPartitions === base.numPartitions) {
+  if ((mode === 'no-checksum' || mode === 'streamed') && reader.numPartitions === base.numPartitions) {
     // the coalescer on whatever the parser accepted
     await guarded('coalesced', () => drain(reader.readPartitions(0, reader.numPartitions, { coalesceRows: 37 }), base.rows.flat(), fieldCount, base.schemaTypes));
   }
 }
 
-/** Writes the mutated files under `dir`, reads them in both modes, and judges every read. */
+/** Writes the mutated files under `dir`, reads them in every mode, and judges every read. */
 export async function runCase(dir: string, base: BaseOutput, mutations: readonly Mutation[], timeoutMs = 5000): Promise<CaseResult> {
   const mutated = applyMutations(base, mutations);
   const prefix = join(dir, 'case');
   const paths = outputPaths(prefix);
   await Promise.all([writeFile(paths.data, mutated.data), writeFile(paths.index, mutated.index), writeFile(paths.checksum, mutated.checksum)]);
   const reports: ReadReport[] = [];
-
-  // with the checksum file
-  {
-    let reader: ShuffleReader | null = null;
-    try {
-      reader = await withTimeout(timeoutMs, () => ShuffleReader.open(prefix));
-    } catch (error) {
-      reports.push({ mode: 'checksum', what: 'open', outcome: error instanceof Timeout ? { kind: 'timeout', ms: timeoutMs } : classify(error) });
-    }
-    if (reader !== null) {
+  for (const wholePartitionBytes of [undefined, 0]) {
+    const streamed = wholePartitionBytes === 0;
+    // with the checksum file
+    await readMode(streamed ? 'streamed-checksum' : 'checksum', async () => ({ reader: await ShuffleReader.open(prefix, { wholePartitionBytes }), sources: [] }));
+    // without it: the IPC parser meets the corrupt bytes
+    await readMode(streamed ? 'streamed' : 'no-checksum', async () => {
+      const sources: LocalFileSource[] = [];
       try {
-        await readAll(reader, base, 'checksum', reports, timeoutMs);
-      } finally {
-        await reader.close();
+        const data = await LocalFileSource.open(paths.data);
+        sources.push(data);
+        const index = await LocalFileSource.open(paths.index);
+        sources.push(index);
+        return { reader: await ShuffleReader.fromSources({ data, index }, { wholePartitionBytes }), sources };
+      } catch (error) {
+        await Promise.all(sources.map((s) => s.close()));
+        throw error;
       }
-    }
+    });
   }
-  // without it: the IPC parser meets the corrupt bytes
-  {
-    const sources: LocalFileSource[] = [];
-    let reader: ShuffleReader | null = null;
+  const disagreements = reports.flatMap((r): ReadReport[] => {
+    if (r.mode !== 'streamed' && r.mode !== 'streamed-checksum') return [];
+    const whole = reports.find((w) => w.mode === WHOLE_MODE[r.mode as keyof typeof WHOLE_MODE] && w.what === r.what);
+    const [mine, theirs] = [JSON.stringify(comparable(r.outcome)), JSON.stringify(whole === undefined ? null : comparable(whole.outcome))];
+    return mine === theirs ? [] : [{ mode: r.mode, what: r.what, outcome: { kind: 'disagrees', detail: `streamed: ${mine}; whole: ${theirs}` } }];
+  });
+  return { reports, violations: [...reports.filter(isViolation), ...disagreements], applied: mutated.applied };
+
+  async function readMode(mode: Mode, open: () => Promise<{ reader: ShuffleReader; sources: LocalFileSource[] }>): Promise<void> {
+    let opened: { reader: ShuffleReader; sources: LocalFileSource[] } | null = null;
     try {
-      const data = await LocalFileSource.open(paths.data);
-      sources.push(data);
-      const index = await LocalFileSource.open(paths.index);
-      sources.push(index);
-      reader = await withTimeout(timeoutMs, () => ShuffleReader.fromSources({ data, index }));
+      opened = await withTimeout(timeoutMs, open);
     } catch (error) {
-      reports.push({ mode: 'no-checksum', what: 'open', outcome: error instanceof Timeout ? { kind: 'timeout', ms: timeoutMs } : classify(error) });
+      reports.push({ mode, what: 'open', outcome: error instanceof Timeout ? { kind: 'timeout', ms: timeoutMs } : classify(error) });
     }
+    if (opened === null) return;
     try {
-      if (reader !== null) await readAll(reader, base, 'no-checksum', reports, timeoutMs);
+      await readAll(opened.reader, base, mode, reports, timeoutMs);
     } finally {
-      await Promise.all(sources.map((s) => s.close()));
+      await (opened.sources.length > 0 ? Promise.all(opened.sources.map((s) => s.close())) : opened.reader.close());
     }
   }
-  return { reports, violations: reports.filter(isViolation), applied: mutated.applied };
+}
+
+/** An outcome as two reads of the same bytes must agree on it (a stack, a timing, may differ). */
+function comparable(outcome: Outcome): unknown {
+  if (outcome.kind === 'foreign-error') return { kind: outcome.kind, name: outcome.name, message: outcome.message };
+  if (outcome.kind === 'timeout') return { kind: outcome.kind };
+  return outcome;
 }
 
 /** A readable account of a violation. */
@@ -681,6 +703,7 @@ export function describeViolation(r: ReadReport): string {
       return `[${r.mode}] ${r.what}: no answer within ${o.ms} ms`;
     case 'differs':
     case 'invalid-batch':
+    case 'disagrees':
       return `[${r.mode}] ${r.what}: ${o.kind}: ${o.detail}`;
     default:
       return `[${r.mode}] ${r.what}: ${o.kind}`;

@@ -111,6 +111,24 @@ export async function collect(batches: AsyncIterable<RecordBatch>): Promise<{ ro
   return { rows, sizes };
 }
 
+/**
+ * null when every partition, read a message (or row block) at a time
+ * (`wholePartitionBytes: 0`, as a partition too long to hold whole is read),
+ * holds exactly the `expected` rows in order; else the first difference.
+ */
+export async function streamedDifference(prefix: string, expected: readonly (readonly string[])[]): Promise<string | null> {
+  const reader = await ShuffleReader.open(prefix, { wholePartitionBytes: 0 });
+  try {
+    for (let p = 0; p < reader.numPartitions; p++) {
+      const difference = firstDifference((await collect(reader.readPartition(p))).rows, expected[p]!, `partition ${p} read a message at a time`);
+      if (difference !== null) return difference;
+    }
+    return null;
+  } finally {
+    await reader.close();
+  }
+}
+
 /** Per partition, the rows arrow-js's own tableFromIPC reads from the partition's byte range ([] when empty). */
 export async function readWithArrowJs(prefix: string): Promise<string[][]> {
   registerArrowJsDecoders();
