@@ -13,6 +13,7 @@ import { Table, tableFromIPC, tableToIPC, vectorFromArray } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { main, type MainOptions } from '../src/cli/main.js';
 import { ShuffleWriter } from '../src/writer/shuffle-writer.js';
+import { ShuffleReader } from '../src/reader/shuffle-reader.js';
 import { frameOf } from '../src/cli/ipc-frames.js';
 import { crc32cOf, encodeChecksums, encodeIndex, outputPaths } from '../src/format/output-files.js';
 import { createProgress } from '../src/cli/progress.js';
@@ -125,6 +126,16 @@ describe('the command line', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toBe("columnar-shuffle: error CS_INVALID_ARGUMENT: unknown command 'shuffle' (see 'columnar-shuffle --help')\n");
   });
+
+  test.each([
+    [['help', 'write', 'read'], "help takes at most one command, got 'write' and 'read'"],
+    [['--help', 'write', 'x'], "--help takes at most one command, got 'write' and 'x'"],
+    [['--version', 'x'], "--version takes no arguments, got 'x'"],
+    [['-V', 'write'], "-V takes no arguments, got 'write'"],
+  ])('%j is a usage error, not the extra argument ignored: exit 2, nothing on stdout', async (argv, message) => {
+    const run = await cli(argv);
+    expect(run).toEqual({ code: 2, stdout: '', stderr: `columnar-shuffle: error CS_INVALID_ARGUMENT: ${message} (see 'columnar-shuffle --help')\n` });
+  });
 });
 
 describe('read and its stdout', () => {
@@ -192,6 +203,39 @@ describe('read --output', () => {
     expect(run.stderr).toBe('columnar-shuffle: interrupted\n');
     expect(await readFile(file, 'utf8')).toBe('old contents');
     expect((await listFiles(dir)).filter((f) => f.startsWith('p0.arrows'))).toEqual(['p0.arrows']);
+  });
+});
+
+describe('read --output and a second signal', () => {
+  test('a second signal exits at once, and removes the temporary file the read was writing first', async () => {
+    const prefix = await shuffled(ids(30, 10));
+    const file = join(dir, 'p0.arrows');
+    // a read that hands out one batch, then stalls until released
+    let release: () => void = () => undefined;
+    const stalled = new Promise<void>((resolve) => (release = resolve));
+    const [batch] = tableFromIPC(tableToIPC(ids(10, 10), 'stream')).batches;
+    vi.spyOn(ShuffleReader.prototype, 'readPartition').mockImplementation(async function* () {
+      yield batch!;
+      await stalled;
+    });
+    const exits: (number | string | null | undefined)[] = [];
+    vi.spyOn(process, 'exit').mockImplementation((code) => {
+      exits.push(code);
+      return undefined as never;
+    });
+    const others = process.listeners('SIGINT');
+    const running = main(['read', prefix, '-P', '0', '-o', file], { stdout: textSink().stream, stderr: textSink().stream });
+    const [interrupt] = process.listeners('SIGINT').filter((listener) => !others.includes(listener));
+    const temporary = async () => (await listFiles(dir)).filter((f) => f.startsWith('p0.arrows.') && f.endsWith('.tmp'));
+    while ((await temporary()).length === 0) await new Promise((wait) => setTimeout(wait, 5));
+    interrupt!('SIGINT');
+    expect(await temporary()).toHaveLength(1); // the first signal asks the read to stop: it is stalled
+    interrupt!('SIGINT');
+    expect(exits).toEqual([130]);
+    expect(await temporary()).toEqual([]); // removed before the exit, not by the read's own cleanup
+    release();
+    await running; // (a real exit ends here: what main does after a mocked one is no claim)
+    expect(await listFiles(dir)).not.toContain('p0.arrows');
   });
 });
 

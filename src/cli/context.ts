@@ -13,6 +13,13 @@ export interface CliContext extends CliIO {
   signal: AbortSignal;
   /** The memory `write`'s default limit is half of (default: the machine's or container's, systemMemory()). */
   systemMemory?: number;
+  /**
+   * Files a command is writing under a temporary name (`read -o`'s): a
+   * second signal exits the process at once, without the command's own
+   * cleanup, and removes these first. (`write`'s temporary and spill files
+   * have names `clean` knows.)
+   */
+  temporaryFiles: Set<string>;
 }
 
 /** Exit codes: 0 success, 1 the operation failed, 2 bad command line, 130 interrupted. */

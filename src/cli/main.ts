@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { ShuffleError } from '../errors.js';
 import { UsageError, wantsHelp } from './args.js';
 import {
@@ -39,10 +39,15 @@ export async function main(argv: readonly string[], options: MainOptions = {}): 
   const stdout = options.stdout ?? process.stdout;
   const stderr = options.stderr ?? process.stderr;
   const controller = new AbortController();
-  const onSignal = () => (controller.signal.aborted ? process.exit(EXIT_INTERRUPTED) : controller.abort());
+  const temporaryFiles = new Set<string>();
+  const onSignal = () => {
+    if (!controller.signal.aborted) return controller.abort();
+    for (const file of temporaryFiles) rmSync(file, { force: true });
+    process.exit(EXIT_INTERRUPTED);
+  };
   // SIGHUP: a closed terminal or ssh session; left to Node, it killed the process with its files in place
   if (options.signal === undefined) for (const name of SIGNALS) process.on(name, onSignal);
-  const ctx: CliContext = { stdout, stderr, signal: options.signal ?? controller.signal, systemMemory: options.systemMemory };
+  const ctx: CliContext = { stdout, stderr, signal: options.signal ?? controller.signal, systemMemory: options.systemMemory, temporaryFiles };
   try {
     return await dispatch([...argv], ctx);
   } catch (error) {
@@ -58,12 +63,13 @@ async function dispatch(argv: string[], ctx: CliContext): Promise<number> {
     ctx.stderr.write(USAGE);
     return EXIT_USAGE;
   }
-  if (name === '-h' || name === '--help') return help(ctx, args[0]);
+  if (name === '-h' || name === '--help' || name === 'help') return help(ctx, name, args);
   if (name === '-V' || name === '--version') {
+    // an argument after it was a mistyped command line, not a question: said, not ignored
+    if (args.length > 0) throw new UsageError(`${name} takes no arguments, got '${args[0]}'`, null);
     writeLine(ctx.stdout, version());
     return EXIT_OK;
   }
-  if (name === 'help') return help(ctx, args[0]);
   const command = COMMANDS[name];
   if (command === undefined) {
     throw new UsageError(name.startsWith('-') ? `unknown option '${name}'` : `unknown command '${name}'`, null);
@@ -76,7 +82,10 @@ async function dispatch(argv: string[], ctx: CliContext): Promise<number> {
   return await run(args, ctx);
 }
 
-function help(ctx: CliContext, topic: string | undefined): number {
+/** `help [command]`, `--help [command]`: the usage, or one command's help. */
+function help(ctx: CliContext, asked: string, args: readonly string[]): number {
+  const [topic, extra] = args;
+  if (extra !== undefined) throw new UsageError(`${asked} takes at most one command, got '${topic}' and '${extra}'`, null);
   if (topic === undefined) {
     ctx.stdout.write(USAGE);
     return EXIT_OK;

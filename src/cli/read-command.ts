@@ -54,7 +54,7 @@ export async function readCommand(args: string[], ctx: CliContext): Promise<numb
       }
       return EXIT_OK;
     }
-    await writeOutputFile(output, outputPaths(prefix), stream);
+    await writeOutputFile(output, outputPaths(prefix), stream, ctx.temporaryFiles);
     writeLine(ctx.stdout, `partition ${partition}: ${count(stats.rows)} rows in ${plural(stats.batches, 'batch', 'batches')} -> ${output} (${bytes(stats.bytes)})`);
     return EXIT_OK;
   } finally {
@@ -101,14 +101,14 @@ function batchMessages(batch: RecordBatch): Uint8Array {
  * rename replaced /dev/null with a regular file). Never one of the shuffle
  * output's own files.
  */
-async function writeOutputFile(path: string, own: OutputPaths, chunks: AsyncIterable<Uint8Array>): Promise<void> {
+async function writeOutputFile(path: string, own: OutputPaths, chunks: AsyncIterable<Uint8Array>, temporaryFiles: Set<string>): Promise<void> {
   const target = await realpath(path).catch(() => path); // a new file: the path as given
   const ownFiles = await Promise.all([own.data, own.index, own.checksum].map((file) => realpath(file).catch(() => resolve(file))));
   if (ownFiles.includes(resolve(target))) throw new UsageError(`--output ${path} is a file of the shuffle output itself`, 'read');
   const found = await stat(target).catch(() => null);
   if (found?.isDirectory()) throw new ShuffleError('CS_IO', 'cannot write the output file: it is a directory', { file: path });
   if (found !== null && !found.isFile()) return writeInPlace(target, chunks);
-  return writeFileAtomically(target, chunks);
+  return writeFileAtomically(target, chunks, temporaryFiles);
 }
 
 async function writeInPlace(path: string, chunks: AsyncIterable<Uint8Array>): Promise<void> {
@@ -128,22 +128,31 @@ async function writeAll(handle: FileHandle, chunks: AsyncIterable<Uint8Array>, p
   });
 }
 
-/** Writes under a temporary name and renames, so FILE is either complete or untouched. */
-async function writeFileAtomically(path: string, chunks: AsyncIterable<Uint8Array>): Promise<void> {
+/**
+ * Writes under a temporary name and renames, so FILE is either complete or
+ * untouched. The temporary name is in `temporaryFiles` meanwhile, for a
+ * second signal to remove it (CliContext.temporaryFiles).
+ */
+async function writeFileAtomically(path: string, chunks: AsyncIterable<Uint8Array>, temporaryFiles: Set<string>): Promise<void> {
   const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+  temporaryFiles.add(temp);
   let handle;
   try {
-    handle = await open(temp, 'wx');
-  } catch (cause) {
-    throw ioError('create the output file', path, cause);
-  }
-  try {
-    await writeAll(handle, chunks, path);
-    await rename(temp, path).catch((cause: unknown) => {
-      throw ioError('rename the output file into place', path, cause);
-    });
-  } catch (error) {
-    await rm(temp, { force: true });
-    throw error;
+    try {
+      handle = await open(temp, 'wx');
+    } catch (cause) {
+      throw ioError('create the output file', path, cause);
+    }
+    try {
+      await writeAll(handle, chunks, path);
+      await rename(temp, path).catch((cause: unknown) => {
+        throw ioError('rename the output file into place', path, cause);
+      });
+    } catch (error) {
+      await rm(temp, { force: true });
+      throw error;
+    }
+  } finally {
+    temporaryFiles.delete(temp);
   }
 }
