@@ -106,7 +106,7 @@ describe.each(WRITER_KINDS)('ShuffleReader on the %s writer\'s output', (kind) =
   test('a truncated data file is CS_CORRUPT_DATA', async () => {
     const bytes = await readFile(`${prefix}.data`);
     await writeFile(`${prefix}.data`, bytes.subarray(0, bytes.length - 8));
-    expect((await failure(ShuffleReader.open(prefix))).code).toBe('CS_CORRUPT_DATA');
+    expect(await failure(ShuffleReader.open(prefix))).toMatchObject({ code: 'CS_CORRUPT_DATA', where: { file: `${prefix}.data`, offset: bytes.length - 8 } });
   });
 
   test('an index whose offsets decrease is CS_CORRUPT_DATA naming the entry', async () => {

@@ -143,6 +143,15 @@ describe('opening: what is refused, and where', () => {
     expect(error.where).toMatchObject({ file: 'mem.index', offset: 8 });
   });
 
+  test('a data file shorter than the index says is named, as truncated, from the first partition it cuts off: not blamed on the index', async () => {
+    const l = layout(['full', 'full', 'full']);
+    const short = l.data.subarray(0, l.offsets[1]! + 8);
+    const error = await failure(ShuffleReader.fromSources({ ...sourcesOf(l), data: new MemorySource('mem.data', short) }));
+    expect(error.code).toBe('CS_CORRUPT_DATA');
+    expect(error.where).toEqual({ file: 'mem.data', offset: short.byteLength });
+    expect(error.message).toBe(`the data file has ${short.byteLength} bytes, but the index puts the end of partition 1 at ${l.offsets[2]} and of the last at ${l.offsets[3]}: the data file is truncated, or the index damaged (file mem.data, byte offset ${short.byteLength})`);
+  });
+
   test('an index that ends before the data file does is CS_CORRUPT_DATA naming the data file', async () => {
     const l = layout(['full']);
     const index = u64be([0, l.data.byteLength - 8]);

@@ -148,20 +148,22 @@ export class ShuffleReader {
     const view = new DataView(indexBytes.buffer, indexBytes.byteOffset, indexBytes.byteLength);
     const dataSize = await data.size();
     const offsets: number[] = [];
+    const badEntry = (i: number) =>
+      new ShuffleError('CS_CORRUPT_DATA', `index entry ${i} is ${offsets[i] ?? Number(view.getBigInt64(i * 8, false))}: offsets must start at 0, never decrease and stay within the ${dataSize}-byte data file`, { file: index.name, offset: i * 8 });
+    // the first entry past the end of the data: the index's fault if a later one decreases, else the data file is short
+    let beyond: number | null = null;
     for (let i = 0; i < indexSize / 8; i++) {
       const offset = Number(view.getBigInt64(i * 8, false));
-      const previous = offsets[i - 1] ?? 0;
-      if ((i === 0 && offset !== 0) || offset < previous || offset > dataSize) {
-        throw new ShuffleError(
-          'CS_CORRUPT_DATA',
-          `index entry ${i} is ${offset}: offsets must start at 0, never decrease and stay within the ${dataSize}-byte data file`,
-          { file: index.name, offset: i * 8 },
-        );
-      }
+      if ((i === 0 && offset !== 0) || offset < (offsets[i - 1] ?? 0)) throw badEntry(beyond ?? i);
+      if (offset > dataSize) beyond ??= i;
       offsets.push(offset);
     }
-    if (offsets[offsets.length - 1] !== dataSize) {
-      throw new ShuffleError('CS_CORRUPT_DATA', `the index ends at ${offsets[offsets.length - 1]} but the data file has ${dataSize} bytes`, { file: data.name });
+    const end = offsets[offsets.length - 1]!;
+    if (beyond !== null) {
+      throw new ShuffleError('CS_CORRUPT_DATA', `the data file has ${dataSize} bytes, but the index puts the end of partition ${beyond - 1} at ${offsets[beyond]} and of the last at ${end}: the data file is truncated, or the index damaged`, { file: data.name, offset: dataSize });
+    }
+    if (end !== dataSize) {
+      throw new ShuffleError('CS_CORRUPT_DATA', `the index ends at ${end} but the data file has ${dataSize} bytes`, { file: data.name });
     }
     let checksums: number[] | null = null;
     if (checksum !== undefined) {
