@@ -34,7 +34,7 @@ export type ShuffleErrorCode =
   | 'CS_CORRUPT_DATA'
   /** a compressed buffer uses a codec this build cannot decode */
   | 'CS_UNSUPPORTED_CODEC'
-  /** a partition is longer than one buffer can be on this Node.js (`buffer.constants.MAX_LENGTH`), and was asked for in one (`ShuffleReader.partitionBytes`, `inspect`); `readPartition` reads it a message at a time */
+  /** a partition is longer than one buffer can be on this Node.js (`buffer.constants.MAX_LENGTH`), and was asked for in one (`ShuffleReader.partitionBytes`); `readPartition` reads it a message at a time */
   | 'CS_PARTITION_TOO_LARGE'
   /** a memory reservation could not be granted even after spilling everything that could be spilled */
   | 'CS_MEMORY_LIMIT'

@@ -6,14 +6,14 @@
  * signal tests, its own AbortSignal).
  */
 import { getEventListeners } from 'node:events';
-import { readdir, readFile, readlink, writeFile } from 'node:fs/promises';
+import { open, readdir, readFile, readlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { Table, tableFromIPC, tableToIPC, vectorFromArray } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { main, type MainOptions } from '../src/cli/main.js';
 import { ShuffleWriter } from '../src/writer/shuffle-writer.js';
-import { ShuffleReader } from '../src/reader/shuffle-reader.js';
+import { DEFAULT_WHOLE_PARTITION_BYTES, ShuffleReader } from '../src/reader/shuffle-reader.js';
 import { frameOf } from '../src/cli/ipc-frames.js';
 import { crc32cOf, encodeChecksums, encodeIndex, outputPaths } from '../src/format/output-files.js';
 import { createProgress } from '../src/cli/progress.js';
@@ -309,6 +309,38 @@ describe('inspect', () => {
     const run = await cli(['inspect', prefix], { signal: interrupt.signal });
     expect(run).toMatchObject({ code: 130, stdout: '', stderr: 'columnar-shuffle: interrupted\n' });
   });
+
+  test('a partition longer than a reader holds whole is verified over chunked reads and walked header by header, never held: the same summary', async () => {
+    // one partition of 34 batch messages of 2^21 int32 values (8 MiB each): 272 MiB, over DEFAULT_WHOLE_PARTITION_BYTES
+    const stream = tableToIPC(new Table({ v: vectorFromArray(Int32Array.from({ length: 2 ** 21 }, (_, i) => i)) }), 'stream');
+    const schemaEnd = 8 + new DataView(stream.buffer, stream.byteOffset).getInt32(4, true);
+    const pieces = [stream.subarray(0, schemaEnd), ...Array.from({ length: 34 }, () => stream.subarray(schemaEnd, stream.byteLength - 8)), stream.subarray(stream.byteLength - 8)];
+    const length = pieces.reduce((sum, piece) => sum + piece.byteLength, 0);
+    expect(length).toBeGreaterThan(DEFAULT_WHOLE_PARTITION_BYTES);
+    const paths = outputPaths(join(dir, 'long'));
+    await writeFile(paths.data, pieces);
+    await writeFile(paths.index, encodeIndex([length]));
+    await writeFile(paths.checksum, encodeChecksums([crc32cOf(pieces)]));
+    const whole = vi.spyOn(ShuffleReader.prototype, 'partitionBytes');
+    const reads: number[] = [];
+    const ranged = ShuffleReader.prototype.readPartitionRange;
+    vi.spyOn(ShuffleReader.prototype, 'readPartitionRange').mockImplementation(function (this: ShuffleReader, p, offset, bytes) {
+      reads.push(bytes);
+      return ranged.call(this, p, offset, bytes);
+    });
+    const run = await cli(['inspect', join(dir, 'long'), '--json']);
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ writer: 'hash', codec: 'none', bytes: length, batches: 34, rows: 34 * 2 ** 21 });
+    expect(whole).not.toHaveBeenCalled();
+    expect(Math.max(...reads)).toBeLessThan(4096); // frames and metadata only
+    // a damaged byte is found by the chunked verification
+    const handle = await open(paths.data, 'r+');
+    await handle.write(Uint8Array.of(0xaa), 0, 1, length - 100);
+    await handle.close();
+    const damaged = await cli(['inspect', join(dir, 'long')]);
+    expect(damaged.code).toBe(1);
+    expect(damaged.stderr).toMatch(/^columnar-shuffle: error CS_CHECKSUM_MISMATCH: .*partition 0/);
+  }, 60_000);
 
   test('a message whose metadata runs past the end of its partition is CS_CORRUPT_DATA saying so', async () => {
     // one partition, checksums right: a continuation marker, a metadata length of 256, then only 8 bytes

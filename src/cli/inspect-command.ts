@@ -3,9 +3,10 @@ import type { Schema } from 'apache-arrow';
 import { ShuffleError, type ErrorLocation } from '../errors.js';
 import { describeType } from '../writer/same-schema.js';
 import { outputPaths } from '../format/output-files.js';
-import { ShuffleReader } from '../reader/shuffle-reader.js';
+import { DEFAULT_WHOLE_PARTITION_BYTES, ShuffleReader } from '../reader/shuffle-reader.js';
 import { isRowPartition } from '../sort-writer/row-format.js';
-import { summarizeRowPartition } from '../sort-writer/row-reader.js';
+import { summarizeRowPartitionAt } from '../sort-writer/row-reader.js';
+import type { ReadBytes } from '../format/ipc-reader.js';
 import { flag, parseCommandArgs, requiredPositional } from './args.js';
 import { bytes, count, describeSchema, EXIT_OK, throwIfInterrupted, writeJson, writeLine, type CliContext } from './context.js';
 import { codecOfMessage, decodeMessage, FRAME_PEEK, frameOf } from './ipc-frames.js';
@@ -39,7 +40,7 @@ export async function inspectCommand(args: string[], ctx: CliContext): Promise<n
     for (let p = 0; p < reader.numPartitions; p++) {
       throwIfInterrupted(ctx.signal);
       const location = { file: paths.data, partition: p, offset: reader.offsets[p]! };
-      summaries.push(summarize(await reader.partitionBytes(p), location));
+      summaries.push(await summarize(await partitionReads(reader, p), reader.partitionLength(p), location));
     }
   } finally {
     await reader.close();
@@ -85,23 +86,39 @@ export async function inspectCommand(args: string[], ctx: CliContext): Promise<n
   return EXIT_OK;
 }
 
-/** Walks the messages of one partition's stream; an empty partition has none. */
-function summarize(stream: Uint8Array, where: ErrorLocation): StreamSummary {
-  if (isRowPartition(stream)) {
-    const rows = summarizeRowPartition(stream, where);
+/**
+ * Reads of partition p's bytes, verified first: a partition the reader would
+ * hold whole is read whole, one longer is verified over chunked reads and
+ * then read a header at a time (memory stays bounded; past 4 GiB one
+ * buffer could not hold it).
+ */
+async function partitionReads(reader: ShuffleReader, p: number): Promise<ReadBytes> {
+  if (reader.partitionLength(p) > DEFAULT_WHOLE_PARTITION_BYTES) {
+    await reader.verifyPartition(p);
+    return (offset, length) => reader.readPartitionRange(p, offset, length);
+  }
+  const bytes = await reader.partitionBytes(p);
+  return async (offset, length) => bytes.subarray(offset, offset + length);
+}
+
+/** Walks the headers of one partition of `length` bytes (messages or row blocks); an empty partition has none. */
+async function summarize(read: ReadBytes, length: number, where: ErrorLocation): Promise<StreamSummary> {
+  if (length === 0) return { writer: null, schema: null, codec: null, batches: 0, rows: 0 };
+  if (isRowPartition(await read(0, Math.min(4, length)))) {
+    const rows = await summarizeRowPartitionAt(read, 0, length, where);
     return { writer: 'sort', schema: rows.schema, codec: rows.codec, batches: rows.blocks, rows: rows.rows };
   }
-  const summary: StreamSummary = { writer: stream.byteLength > 0 ? 'hash' : null, schema: null, codec: null, batches: 0, rows: 0 };
+  const summary: StreamSummary = { writer: 'hash', schema: null, codec: null, batches: 0, rows: 0 };
   let position = 0;
   const corrupt = (what: string) =>
     new ShuffleError('CS_CORRUPT_DATA', `invalid Arrow IPC stream: ${what}`, { ...where, offset: (where.offset ?? 0) + position });
-  while (position < stream.byteLength) {
-    const frame = frameOf(stream.subarray(position, position + FRAME_PEEK));
+  while (position < length) {
+    const frame = frameOf(await read(position, Math.min(FRAME_PEEK, length - position)));
     if (frame.kind === 'end') break;
     if (frame.kind === 'invalid') throw corrupt(frame.reason);
     const metadataStart = position + frame.prefixLength;
-    if (metadataStart + frame.metadataLength > stream.byteLength) throw corrupt(`message metadata of ${frame.metadataLength} bytes runs past the end of the stream`);
-    const message = decodeMessage(stream.subarray(metadataStart, metadataStart + frame.metadataLength));
+    if (metadataStart + frame.metadataLength > length) throw corrupt(`message metadata of ${frame.metadataLength} bytes runs past the end of the stream`);
+    const message = decodeMessage(await read(metadataStart, frame.metadataLength));
     if (typeof message === 'string') throw corrupt(message);
     if (message.headerType === MessageHeader.Schema) summary.schema ??= message.header() as Schema;
     if (message.isRecordBatch()) {

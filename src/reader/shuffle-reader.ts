@@ -11,7 +11,7 @@ import { BatchCoalescer } from './batch-coalescer.js';
 import { LocalFileSource, type ByteRangeSource } from './byte-source.js';
 import { CheckedSource } from './checked-source.js';
 import { retainReaderShapes } from './reader-shapes.js';
-import { assertChecksum, readStreamedPartition } from './streamed-partition.js';
+import { assertChecksum, checksumOf, readStreamedPartition } from './streamed-partition.js';
 
 /** ShuffleOutputSources as the reader holds them (checked-source.ts). */
 interface CheckedSources {
@@ -224,6 +224,31 @@ export class ShuffleReader {
     const bytes = await this.readFresh(p);
     this.verify(p, bytes);
     return bytes;
+  }
+
+  /**
+   * Checks partition p against the checksum file (CS_CHECKSUM_MISMATCH) over
+   * reads of up to 8 MiB, never holding it whole; nothing to check without a
+   * checksum file. For tools that look at a partition without reading its
+   * batches (inspect): readPartition verifies what it reads itself.
+   */
+  async verifyPartition(p: number): Promise<void> {
+    const length = this.partitionLength(p);
+    const expected = this.checksums?.[p];
+    if (expected !== undefined) assertChecksum(await checksumOf(this.sources.data, this.offsets[p]!, length), expected, this.location(p));
+  }
+
+  /**
+   * The bytes [offset, offset + length) of partition p, not verified: for
+   * tools that walk a partition's headers without holding it (inspect).
+   * CS_INVALID_ARGUMENT unless the range lies within the partition.
+   */
+  async readPartitionRange(p: number, offset: number, length: number): Promise<Uint8Array> {
+    const size = this.partitionLength(p);
+    if (!(Number.isSafeInteger(offset) && Number.isSafeInteger(length) && offset >= 0 && length >= 0 && offset + length <= size)) {
+      throw new ShuffleError('CS_INVALID_ARGUMENT', `bytes [${offset}, +${length}) are not within partition ${p}'s ${size}`);
+    }
+    return length === 0 ? new Uint8Array(0) : this.sources.data.read(this.offsets[p]! + offset, length);
   }
 
   /** Partition p's bytes in fresh memory, not verified. */

@@ -45,7 +45,8 @@ export function assertChecksum(actual: number, expected: number, where: ErrorLoc
 /** Bytes read per call when a streamed partition's checksum is computed: one buffer of this size, reused (when the source can read into one). */
 export const CHECKSUM_CHUNK_BYTES = 8 * 1024 * 1024;
 
-async function checksumOf(source: CheckedSource, start: number, length: number): Promise<number> {
+/** The CRC32C of the `length` bytes at `start`, over reads of up to CHECKSUM_CHUNK_BYTES (into one buffer, when the source can read into one). */
+export async function checksumOf(source: CheckedSource, start: number, length: number): Promise<number> {
   const buffer = source.readInto === undefined ? null : new Uint8Array(Math.min(length, CHECKSUM_CHUNK_BYTES));
   let crc = 0;
   for (let done = 0; done < length; ) {

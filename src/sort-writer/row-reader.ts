@@ -100,12 +100,16 @@ export interface RowPartitionSummary {
   rows: number;
 }
 
-/** What the headers of a sort-writer partition say (nothing is decompressed); CS_CORRUPT_DATA if its framing is broken. */
-export function summarizeRowPartition(bytes: Uint8Array, where: ErrorLocation = {}): RowPartitionSummary {
-  const header = parseRowPartitionHeader(bytes, where);
-  const blocks = new BlockCursor(bytes, header.bodyStart, layoutOrCorrupt(header.schema, where), header.codecName, where, DEFAULT_MAX_BUFFER_BYTES);
+/**
+ * What the headers of the sort-writer partition of `length` bytes at `start`
+ * say (nothing is decompressed); CS_CORRUPT_DATA if its framing is broken.
+ * It holds one block at a time.
+ */
+export async function summarizeRowPartitionAt(read: ReadBytes, start: number, length: number, where: ErrorLocation = {}): Promise<RowPartitionSummary> {
+  const header = parseRowPartitionHeader(await readRowHeaderAt(read, start, length), where);
+  const blocks = new RangeBlockCursor(read, start, length, header.bodyStart, layoutOrCorrupt(header.schema, where), header.codecName, where, DEFAULT_MAX_BUFFER_BYTES);
   const summary: RowPartitionSummary = { schema: header.schema, codec: header.codecName, blocks: 0, rows: 0 };
-  for (let block = blocks.next(); block !== null; block = blocks.next()) {
+  for (let block = await blocks.next(); block !== null; block = await blocks.next()) {
     summary.blocks++;
     summary.rows += block.rows;
   }
