@@ -8,7 +8,7 @@
  * a `borrowed` read buffer may be reused once the batches are read; and
  * buffers that do not start 8-aligned are still read.
  */
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { Dictionary, Field, FixedSizeBinary, FixedSizeList, Float64, Int32, Int64, List, Schema, Table, tableToIPC, Union, Utf8, vectorFromArray, type DataType } from 'apache-arrow';
 import { UnionMode } from 'apache-arrow/enum';
 import { codecByName } from '../src/format/codec.js';
@@ -294,5 +294,30 @@ describe('type bounds, and the smallest buffer stored raw', () => {
     const header = encodeRecordBatchHeader(0, [{ length: 0, nullCount: 0 }], [0, 0, 0, 8], 0 /* LZ4_FRAME */, 8);
     const bytes = concat([encodeSchemaMessage(schema), header, body, await int32Batch([4, 5]), END_OF_STREAM]);
     expect(await readAll(bytes)).toEqual([[], [4, 5]]);
+  });
+});
+
+describe('several damaged buffers in one batch', () => {
+  test('the first of them, in buffer order, is the one reported: not whichever the thread pool finished first', async () => {
+    const two = new Schema([new Field('a', new Int32(), false), new Field('b', new Int32(), false)]);
+    const values = Array.from({ length: 1000 }, (_, i) => i % 7);
+    const nodes = [{ length: 1000, nullCount: 0 }, { length: 1000, nullCount: 0 }];
+    const message = await encodeRecordBatchMessage(1000, nodes, [new Uint8Array(0), int32Bytes(values), new Uint8Array(0), int32Bytes(values)], codecByName('lz4'));
+    const stream = concat([encodeSchemaMessage(two), ...message.chunks]);
+    // both buffers (1 and 3) go to the pool and fail there, buffer 1 later than buffer 3
+    const lz4 = codecByName('lz4')!;
+    vi.spyOn(lz4, 'decompressSync').mockReturnValue(null);
+    let calls = 0;
+    vi.spyOn(lz4, 'decompress').mockImplementation(() => {
+      const call = ++calls;
+      return new Promise((_, reject) => setTimeout(() => reject(new Error(`failure ${call}`)), call === 1 ? 30 : 0));
+    });
+    try {
+      const error = await failure(stream);
+      expect(calls).toBe(2);
+      expect(error.message).toContain('cannot decompress buffer 1: failure 1');
+    } finally {
+      vi.restoreAllMocks();
+    }
   });
 });

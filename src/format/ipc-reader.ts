@@ -531,8 +531,20 @@ async function decompressBody(
     decoding.catch(() => undefined); // awaited below, unless a later buffer fails first
     pending.push(decoding);
   }
-  if (pending.length > 0) await Promise.all(pending);
+  if (pending.length > 0) await firstFailureInOrder(pending);
   return pieces;
+}
+
+/**
+ * Waits for every one of `work`, then throws the failure of the first that
+ * failed, in the order given: with several damaged buffers, whichever the
+ * libuv pool finished first was reported, so one batch read twice could
+ * fail with two messages.
+ */
+async function firstFailureInOrder(work: readonly Promise<void>[]): Promise<void> {
+  const settled = await Promise.allSettled(work);
+  const failed = settled.find((outcome) => outcome.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
 }
 
 /** `bytes`, or a copy of them when they do not start 8-aligned (arrow-js views 64-bit values in place). */
