@@ -9,13 +9,14 @@
  * buffers that do not start 8-aligned are still read.
  */
 import { describe, expect, test, vi } from 'vitest';
-import { Dictionary, Field, FixedSizeBinary, FixedSizeList, Float64, Int32, Int64, List, Schema, Table, tableToIPC, Union, Utf8, vectorFromArray, type DataType } from 'apache-arrow';
+import { Dictionary, Field, FixedSizeBinary, FixedSizeList, Float64, Int32, Int64, List, makeData, RecordBatch, Schema, SparseUnion, Struct, Table, tableToIPC, Union, Utf8, vectorFromArray, type DataType } from 'apache-arrow';
 import { UnionMode } from 'apache-arrow/enum';
 import { codecByName } from '../src/format/codec.js';
 import { STORE_RAW } from '../src/format/compression-advisor.js';
 import { encodeRecordBatchHeader, encodeRecordBatchMessage, encodeSchemaMessage, END_OF_STREAM, type FieldNodeInfo } from '../src/format/ipc-message.js';
 import { readIpcSchema, readIpcStream, type IpcReadOptions } from '../src/format/ipc-reader.js';
 import type { ErrorLocation } from '../src/errors.js';
+import { tableToIpcStream } from '../src/format/table-to-ipc.js';
 
 const schema = new Schema([new Field('v', new Int32(), false)]);
 
@@ -263,6 +264,18 @@ describe('the caller\'s read buffer', () => {
     shifted.set(stream);
     const read = (await readAll(shifted))[0]!.map((list) => (list === null ? null : [...(list as Iterable<number>)]));
     expect(read).toEqual(lists);
+  });
+
+  test.each([1, 2, 3])('a union column of a stream %i bytes off 4-alignment reads: its schema\'s type ids are copied, not refused', async (shift) => {
+    const union = new SparseUnion([0, 1], [new Field('a', new Int32(), true), new Field('b', new Int32(), true)]);
+    const a = makeData({ type: new Int32(), length: 3, nullCount: 0, data: Int32Array.of(1, 2, 3) });
+    const b = makeData({ type: new Int32(), length: 3, nullCount: 0, data: Int32Array.of(4, 5, 6) });
+    const column = makeData({ type: union, length: 3, nullCount: 0, typeIds: Int8Array.of(0, 1, 0), children: [a, b] });
+    const unionSchema = new Schema([new Field('u', union, true)]);
+    const stream = tableToIpcStream(new RecordBatch(unionSchema, makeData({ type: new Struct(unionSchema.fields), length: 3, nullCount: 0, children: [column] })));
+    const shifted = new Uint8Array(new ArrayBuffer(stream.byteLength + shift), shift);
+    shifted.set(stream);
+    expect((await readAll(shifted))[0]).toEqual([1, 5, 3]);
   });
 });
 

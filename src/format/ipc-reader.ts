@@ -322,8 +322,10 @@ abstract class StreamCursor {
     let message: Message;
     let header: unknown;
     try {
-      // arrow-js decodes the header lazily: decode it here, where a broken flatbuffer is still ours to report
-      message = Message.decode(metadata);
+      // arrow-js decodes the header lazily: decode it here, where a broken flatbuffer is still ours to report.
+      // Its vectors are typed arrays over the bytes: metadata not 8-aligned in memory (a row partition's
+      // header, or what follows one in a read buffer) is copied, or a valid union's type ids were refused
+      message = Message.decode(aligned8(metadata));
       header = message.header();
     } catch (cause) {
       throw this.corrupt(`unreadable message metadata: ${(cause as Error).message}`, start, cause);
