@@ -237,12 +237,17 @@ class InputFile implements ArrowInput {
 
   private async readAt(position: number, length: number): Promise<Uint8Array> {
     const bytes = new Uint8Array(length);
-    const read = await this.readInto(bytes, 0, position, length);
-    return read === length ? bytes : bytes.subarray(0, read);
+    await this.readInto(bytes, 0, position, length);
+    return bytes;
   }
 
-  /** Reads up to `length` bytes at `position` into target[offset...]; returns how many there were. */
-  private async readInto(target: Uint8Array, offset: number, position: number, length: number): Promise<number> {
+  /**
+   * Reads `length` bytes at `position` into target[offset...]. Every read is
+   * within the size the input had when it was opened: fewer bytes mean it
+   * shrank since (another process rewrote it), CS_CORRUPT_DATA where it now
+   * ends. (The missing bytes were left zero, and decoded as rows of zeros.)
+   */
+  private async readInto(target: Uint8Array, offset: number, position: number, length: number): Promise<void> {
     let done = 0;
     try {
       while (done < length) {
@@ -253,7 +258,9 @@ class InputFile implements ArrowInput {
     } catch (cause) {
       throw ioError(`read the ${this.role}`, this.path, cause);
     }
-    return done;
+    if (done < length) {
+      throw this.corrupt(`the ${this.role} ends at byte ${position + done}, but had ${this.size} bytes when it was opened: it was cut short while it was read`, position + done);
+    }
   }
 
   private notArrow(why: string): ShuffleError {
