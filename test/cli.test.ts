@@ -285,11 +285,14 @@ describe('write', () => {
     }
   });
 
-  test('an input with a schema and no batches gives an output of empty partitions', async () => {
+  test('an input with a schema and no batches gives an output of no rows, its schema in partition 0 and the others empty', async () => {
     const empty = join(dir, 'empty.arrows');
     await writeFile(empty, tableToIPC(new Table(SCHEMA), 'stream'));
     const result = json(await cli('write', empty, '-p', '3', '-k', 'id', '-o', join(dir, 'empty-out'), '--json'));
-    expect(result).toMatchObject({ rows: 0, bytesWritten: 0, partitionLengths: [0, 0, 0] });
+    expect(result).toMatchObject({ rows: 0, partitionRows: [0, 0, 0] });
+    expect(result.partitionLengths.slice(1)).toEqual([0, 0]);
+    expect(result.bytesWritten).toBe(result.partitionLengths[0]);
+    expect(result.bytesWritten).toBeGreaterThan(0);
   });
 
   test('prints a short human summary without --json', async () => {
@@ -476,14 +479,29 @@ describe('read', () => {
     expect(table.schema.fields.map((f) => f.name)).toEqual(['id', 'name', 'amount', 'qty']);
   });
 
-  test('when every partition is empty there is no schema: the stream has no columns and no batches, and stderr says so', async () => {
+  test('an output of no rows gives, for any partition, a stream with the schema and no batches', async () => {
     const empty = join(dir, 'no-batches.arrows');
     await writeFile(empty, tableToIPC(new Table(SCHEMA), 'stream'));
     json(await cli('write', empty, '-p', '2', '-k', 'id', '-o', join(dir, 'all-empty'), '--json'));
+    for (const partition of ['0', '1']) {
+      const file = join(dir, `nothing-${partition}.arrows`);
+      const run = await cli('read', join(dir, 'all-empty'), '--partition', partition, '--output', file);
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      const table = tableFromIPC(await readFile(file));
+      expect(table.schema.fields.map((f) => f.name), `partition ${partition}`).toEqual(SCHEMA.fields.map((f) => f.name));
+      expect(table.numRows).toBe(0);
+    }
+  });
+
+  test('an output that stores no schema (every partition empty, as written before 2026-12-07): a stream of no columns and no batches, and stderr says so', async () => {
+    const prefix = join(dir, 'schemaless');
+    await writeFile(`${prefix}.data`, new Uint8Array(0));
+    await writeFile(`${prefix}.index`, new Uint8Array(3 * 8));
+    await writeFile(`${prefix}.checksum.CRC32C`, new Uint8Array(2 * 8));
     const file = join(dir, 'nothing.arrows');
-    const run = await cli('read', join(dir, 'all-empty'), '--partition', '0', '--output', file);
+    const run = await cli('read', prefix, '--partition', '0', '--output', file);
     expect(run.code).toBe(0);
-    expect(run.stderr).toMatch(/every partition .* is empty.*the stream has no columns/);
+    expect(run.stderr).toMatch(/every partition .* is empty and it stores no schema.*the stream has no columns/);
     const table = tableFromIPC(await readFile(file));
     expect([table.numCols, table.numRows]).toEqual([0, 0]);
   });

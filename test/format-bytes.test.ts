@@ -682,7 +682,7 @@ describe('checksum file', () => {
 });
 
 describe('an output with a schema and no rows', () => {
-  it('has an empty data file, an index of P + 1 zeros and P zero checksums', async () => {
+  it('keeps its schema in partition 0, a stream of the schema message and the end marker; the other partitions are empty', async () => {
     const dir = await freshDir();
     const writer = await ShuffleWriter.create({
       numPartitions: 3,
@@ -691,10 +691,23 @@ describe('an output with a schema and no rows', () => {
       schema,
     });
     const result = await writer.finish();
-    expect(result.partitionLengths).toEqual([0, 0, 0]);
-    expect((await readFile(result.paths.data)).byteLength).toBe(0);
-    expect(Array.from(await readFile(result.paths.index))).toEqual(new Array(32).fill(0));
-    expect(Array.from(await readFile(result.paths.checksum))).toEqual(new Array(24).fill(0));
+    const data = new Uint8Array(await readFile(result.paths.data));
+    const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+    // FF FF FF FF | int32 LE metadataLength | Message flatbuffer (a Schema, no body) | FF FF FF FF 00 00 00 00
+    expect(view.getUint32(0, true)).toBe(0xffffffff);
+    const metadataLength = view.getInt32(4, true);
+    expect(metadataLength % 8).toBe(0);
+    const message = Message.decode(data.subarray(8, 8 + metadataLength));
+    expect(message.headerType).toBe(MessageHeader.Schema);
+    expect(Number(message.bodyLength)).toBe(0);
+    expect((message.header() as Schema).fields.map((f) => f.name)).toEqual(schema.fields.filter((f) => f.name !== 'pid').map((f) => f.name));
+    expect(Array.from(data.subarray(8 + metadataLength))).toEqual([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
+    expect(result.partitionLengths).toEqual([data.byteLength, 0, 0]);
+    expect(result.partitionRows).toEqual([0, 0, 0]);
+    const index = new DataView((await readFile(result.paths.index)).buffer);
+    expect([0, 1, 2, 3].map((i) => Number(index.getBigInt64(i * 8, false)))).toEqual([0, data.byteLength, data.byteLength, data.byteLength]);
+    const checksums = new DataView((await readFile(result.paths.checksum)).buffer);
+    expect([0, 1, 2].map((p) => Number(checksums.getBigInt64(p * 8, false)))).toEqual([crc32c(data) >>> 0, 0, 0]);
   });
 });
 

@@ -143,6 +143,19 @@ describe('a small uncompressed output, byte by byte', () => {
   });
 });
 
+describe('an output of no rows', () => {
+  test.each([[[]], [[batch([])]]] as const)('partition 0 is the header and the end marker, to keep the schema; the others are empty (batches: %j)', async (batches) => {
+    const out = await write([...batches], batches.length === 0 ? { schema: INPUT } : {});
+    const [p0, p1, p2] = out.partitions;
+    expect(hex(p0!)).toBe(`${hex(header('none'))} 00 00 00 00`);
+    expect([p1!.byteLength, p2!.byteLength]).toEqual([0, 0]);
+    expect(out.result.partitionRows).toEqual([0, 0, 0]);
+    expect(out.result.partitionBatches).toEqual([0, 0, 0]);
+    const checksums = new DataView(out.checksum.buffer);
+    expect([0, 1, 2].map((p) => Number(checksums.getBigInt64(p * 8, false)))).toEqual([crc32c(p0!) >>> 0, 0, 0]);
+  });
+});
+
 /** 100 rows of partition 0 with strings of `length` bytes. */
 function rowsOfLength(count: number, length: number, partition = 0): [number, string, number][] {
   return Array.from({ length: count }, (_, i) => [i, String.fromCharCode(97 + (i % 26)).repeat(length), partition]);

@@ -159,11 +159,21 @@ describe('bad batches are refused with a typed error and the output is never hal
     expect(await listFiles(dir)).toEqual([]);
   });
 
-  test('finish without any batch but with a schema writes an output whose partitions are all empty', async () => {
-    const writer = await createShuffleWriter(kind, options({ schema: new Schema([new Field('k', new Int32())]) }));
+  test('finish without any batch but with a schema writes an output of no rows that keeps the schema in partition 0, the others empty', async () => {
+    const schema = new Schema([new Field('k', new Int32()), new Field('s', new Utf8())]);
+    const writer = await createShuffleWriter(kind, options({ schema }));
     const result = await writer.finish();
-    expect(result.partitionLengths).toEqual([0, 0, 0, 0]);
+    expect(result.partitionLengths[0]).toBeGreaterThan(0);
+    expect(result.partitionLengths.slice(1)).toEqual([0, 0, 0]);
+    expect(result.partitionRows).toEqual([0, 0, 0, 0]);
     expect(await listFiles(dir)).toEqual(['out.checksum.CRC32C', 'out.data', 'out.index']);
+    const reader = await ShuffleReader.open(join(dir, 'out'));
+    try {
+      expect((await reader.schema())?.fields.map((f) => `${f.name}: ${String(f.type)}`)).toEqual(['k: Int32', 's: Utf8']);
+      for (let p = 0; p < 4; p++) for await (const batch of reader.readPartition(p)) expect(batch.numRows).toBe(0);
+    } finally {
+      await reader.close();
+    }
   });
 
   test('abort removes every temporary file', async () => {

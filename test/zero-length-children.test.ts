@@ -318,10 +318,11 @@ describe.each(WRITER_KINDS)('%s writer: zero-length children come back exactly',
       expect(result.rows).toBe(totalRows);
       expect(result.partitionRows).toEqual(expectedRows.map((rows) => rows.length));
       // the index file's ranges are the partitions' lengths; a partition without rows is empty
+      // (but for partition 0 of an output without rows, which keeps the schema)
       const ranges = await indexRanges(prefix);
       expect(ranges.map(([start, end]) => end - start)).toEqual(result.partitionLengths);
       expectedRows.forEach((rows, p) => {
-        if (rows.length === 0) expect(result.partitionLengths[p]).toBe(0);
+        if (rows.length === 0 && !(p === 0 && totalRows === 0)) expect(result.partitionLengths[p]).toBe(0);
       });
 
       const problems = await outputProblems(prefix, schema, (rowStrings) => expectedByLongKey(input, 'key', numPartitions, rowStrings), writer === 'hash');
@@ -350,7 +351,7 @@ test('the sparse union of zero rows and the fixed-size list of zero rows round-t
     const prefix = join(dir, `zero-${writer}`);
     const result = await writeAll(writer, { numPartitions: 7, partitioning: { kind: 'hash', keys: ['key'] }, outputPrefix: prefix, schema }, [zeroRowBatch(schema), zeroRowBatch(schema, 'none')]);
     expect(result.rows).toBe(0);
-    expect(result.partitionLengths).toEqual(new Array(7).fill(0));
+    expect(result.partitionLengths.slice(1)).toEqual(new Array(6).fill(0)); // partition 0 keeps the schema
     expect(await outputProblems(prefix, schema, () => Array.from({ length: 7 }, () => []), writer === 'hash')).toEqual([]);
   }
 });

@@ -92,8 +92,8 @@ Writes partition P of the shuffle output PREFIX.data / .index / .checksum.CRC32C
 as an uncompressed Arrow IPC stream, to FILE or to stdout, whichever writer
 made it (hash: Arrow IPC partitions, sort: row partitions; told from the bytes).
 The partition's checksum is verified first. An empty partition gives a stream
-with the schema and no batches; with no columns either when every partition
-is empty (an output without rows stores no schema).
+with the schema and no batches (with no columns either for an output without
+rows written before 2026-12-07, which stores no schema).
 
 Options:
   -P, --partition P   the partition to read, 0 <= P < partitions (required)

@@ -38,8 +38,9 @@ export async function readCommand(args: string[], ctx: CliContext): Promise<numb
     const first = await batches.next();
     let schema = first.done ? await reader.schema() : first.value.schema;
     if (schema === null) {
-      // still a stream, so that `read -o FILE && use FILE` holds: no rows, and no columns to say what they would be
-      writeLine(ctx.stderr, `columnar-shuffle: every partition of ${prefix} is empty, and an output without rows stores no schema: the stream has no columns`);
+      // (an output without rows keeps its schema in partition 0 since 2026-12-07; an older one, or another
+      // writer's, may not.) Still a stream, so that `read -o FILE && use FILE` holds: no rows, and no columns
+      writeLine(ctx.stderr, `columnar-shuffle: every partition of ${prefix} is empty and it stores no schema (it was written before 2026-12-07): the stream has no columns`);
       schema = new Schema([]);
     }
     const stats = { rows: 0, batches: 0, bytes: 0 };

@@ -11,6 +11,8 @@ import { ROW_END } from './row-format.js';
  * ```text
  * header | its spilled blocks, run by run (copied verbatim) | its in-memory blocks | end
  * ```
+ * and, when no partition has rows, partition 0 as `header | end`, so that the
+ * output keeps its schema.
  * In-memory blocks arrive through `write` in partition order; partitions
  * between them that only have spilled rows, or none at all, are written when
  * the next partition arrives or at `finish`.
@@ -32,7 +34,17 @@ export class RowPartitionMerger implements BlockSink {
     private readonly buffer: Uint8Array,
     /** rows each partition received (spilled or not): a partition without rows stays empty */
     private readonly partitionRows: ArrayLike<number>,
-  ) {}
+  ) {
+    this.schemaOnly = Array.prototype.every.call(partitionRows, (rows: number) => rows === 0);
+  }
+
+  /** no partition has rows: partition 0 is written all the same (header and end), for the schema */
+  private readonly schemaOnly: boolean;
+
+  /** Whether partition p is written (else it stays empty: no bytes). */
+  private holdsBytes(p: number): boolean {
+    return this.partitionRows[p]! > 0 || (p === 0 && this.schemaOnly);
+  }
 
   async write(partition: number, chunks: readonly Uint8Array[]): Promise<void> {
     if (partition !== this.open) await this.advanceTo(partition);
@@ -56,7 +68,7 @@ export class RowPartitionMerger implements BlockSink {
     while (this.next < partition) {
       const p = this.next;
       await this.begin(p);
-      if (this.partitionRows[p]! > 0) await this.end();
+      if (this.holdsBytes(p)) await this.end();
       else this.output.endPartition();
     }
     if (partition < this.partitionRows.length) {
@@ -68,7 +80,7 @@ export class RowPartitionMerger implements BlockSink {
   private async begin(p: number): Promise<void> {
     this.output.beginPartition(p);
     this.next = p + 1;
-    if (this.partitionRows[p]! === 0) return;
+    if (!this.holdsBytes(p)) return;
     await this.output.append(this.header);
     await this.spill?.copyPartition(p, this.buffer, { append: (bytes) => this.output.append(bytes), flush: () => this.output.flush() });
   }

@@ -227,10 +227,12 @@ export class PayloadStore {
     const bufferBytes = minBytes + extra;
     const buffer = this.reservation.recycler.take(bufferBytes);
     const sink = { append: (bytes: Uint8Array) => output.append(bytes), flush: () => output.flush() };
+    // an output without rows keeps its schema: partition 0 is then a stream of the schema message alone
+    const noBatches = this.batchCounts.every((count) => count === 0);
     try {
       for (let p = 0; p < this.batchCounts.length; p++) {
         output.beginPartition(p);
-        if (this.batchCounts[p]! > 0) {
+        if (this.batchCounts[p]! > 0 || (p === 0 && noBatches)) {
           await output.append(schemaMessage);
           await this.spillFile?.copyPartition(p, buffer, sink);
           for (const payload of this.cached.get(p) ?? []) {

@@ -142,7 +142,9 @@ export async function readWithArrowJs(prefix: string): Promise<string[][]> {
         continue;
       }
       const table = tableFromIPC(bytes);
-      out.push(table.batches.flatMap((b) => rowsOf(b)));
+      // (a stream without record batches, an output of no rows' partition 0, gives a table of one
+      // batch arrow-js makes up, of no rows and no children to read)
+      out.push(table.batches.filter((b) => b.numRows > 0).flatMap((b) => rowsOf(b)));
     }
     return out;
   } finally {
