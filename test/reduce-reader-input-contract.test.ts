@@ -18,7 +18,7 @@ import { getEventListeners } from 'node:events';
 import { readdir, readFile, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { Field, Int32, List, makeData, RecordBatch, Schema, Struct, Table, tableToIPC, Utf8, vectorFromArray } from 'apache-arrow';
+import { Field, Int32, makeData, RecordBatch, Schema, Struct, Table, tableToIPC, vectorFromArray } from 'apache-arrow';
 import { openArrowInput } from '../src/cli/input.js';
 import { encodeSchemaMessage } from '../src/format/ipc-message.js';
 import { outputPaths } from '../src/format/output-files.js';
@@ -385,43 +385,6 @@ describe('openArrowInput', () => {
     await expect(openArrowInput(empty)).rejects.toMatchObject({ code: 'CS_INPUT_NOT_ARROW', message: expect.stringContaining('the file is empty'), where: { file: empty } });
     const csv = await inputFile('table.csv', Buffer.from('id,name\n1,one\n'));
     await expect(openArrowInput(csv)).rejects.toMatchObject({ code: 'CS_INPUT_NOT_ARROW', message: expect.stringContaining('it starts with bytes 69 64 2c 6e 61 6d 65 0a,') });
-  });
-
-  it("a footer whose schema cannot be encoded again is CS_CORRUPT_DATA at the footer's first byte", async () => {
-    // a footer word set to 0 or all ones: some of them make arrow-js decode a field it cannot encode
-    // the table of cli-input.test.ts's footer-word test
-    const nested = new Table({
-      id: vectorFromArray(Int32Array.from({ length: 9 }, (_, i) => i)),
-      l: vectorFromArray(
-        Array.from({ length: 9 }, (_, i) => (i % 4 === 0 ? null : Array.from({ length: i % 3 }, (_, j) => i + j))),
-        new List(new Field('item', new Int32(), true)),
-      ),
-      s: vectorFromArray(
-        Array.from({ length: 9 }, (_, i) => (i % 6 === 0 ? null : { a: i, b: `s${i}` })),
-        new Struct([new Field('a', new Int32(), true), new Field('b', new Utf8(), true)]),
-      ),
-    });
-    const file = tableToIPC(nested, 'file');
-    const footerLength = new DataView(file.buffer, file.byteOffset + file.byteLength - 10, 4).getInt32(0, true);
-    const footerAt = file.byteLength - 10 - footerLength;
-    const path = join(dir, 'schema-word.arrow');
-    let found = 0;
-    for (let at = footerAt; at + 4 <= footerAt + footerLength; at += 4) {
-      for (const word of [0, 0xffffffff]) {
-        const bytes = Buffer.from(file);
-        bytes.writeUInt32LE(word, at);
-        await writeFile(path, bytes);
-        const error = await openArrowInput(path).then(
-          (input) => input.close().then(() => null),
-          (e: unknown) => e,
-        );
-        if (error instanceof Error && error.message.startsWith('unreadable schema in the Arrow file footer')) {
-          expect(error, `word at ${at} set to ${word}`).toMatchObject({ code: 'CS_CORRUPT_DATA', where: { file: path, offset: footerAt } });
-          found++;
-        }
-      }
-    }
-    expect(found).toBeGreaterThan(0);
   });
 
   it('a file of the magic "ARROW1" alone is a truncated Arrow file (CS_CORRUPT_DATA), not some other input', async () => {
