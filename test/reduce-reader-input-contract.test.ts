@@ -317,13 +317,19 @@ describe('ReduceReader: nothing is left behind', () => {
     expect(tracker.waiting).toBe(0);
   });
 
-  it('return() while an output is still being opened closes it once it opens (it stayed open)', async () => {
+  /** An openOutput that hands over counted sources (closeCounting) once `opening` is resolved. */
+  function stalledOpening() {
     const { state, sourcesOf } = closeCounting();
     const opening = deferred<void>();
     const openOutput = async (status: MapStatus) => {
       await opening.promise;
       return sourcesOf(status);
     };
+    return { state, opening, openOutput };
+  }
+
+  it('return() while an output is still being opened closes it once it opens (it stayed open)', async () => {
+    const { state, opening, openOutput } = stalledOpening();
     const reader = new ReduceReader({ maps: statuses.slice(0, 1), partitions: 0, openOutput });
     const next = reader.next();
     await settle();
@@ -336,12 +342,7 @@ describe('ReduceReader: nothing is left behind', () => {
   });
 
   it('aborted while an output is still being opened: CS_ABORTED at once, and the output is closed once it opens', async () => {
-    const { state, sourcesOf } = closeCounting();
-    const opening = deferred<void>();
-    const openOutput = async (status: MapStatus) => {
-      await opening.promise;
-      return sourcesOf(status);
-    };
+    const { state, opening, openOutput } = stalledOpening();
     const controller = new AbortController();
     const reader = new ReduceReader({ maps: statuses.slice(0, 1), partitions: 0, openOutput, signal: controller.signal });
     const next = reader.next();
