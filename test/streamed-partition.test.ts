@@ -10,95 +10,16 @@
 import { constants } from 'node:buffer';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { makeTable, tableToIPC, type RecordBatch, type Table } from 'apache-arrow';
+import { makeTable, type RecordBatch } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { createShuffleWriter, ShuffleError, ShuffleReader, type ByteRangeSource } from '../src/index.js';
+import { createShuffleWriter, ShuffleError, ShuffleReader } from '../src/index.js';
 import { crc32cOf } from '../src/format/output-files.js';
 import { CHECKSUM_CHUNK_BYTES } from '../src/reader/streamed-partition.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
+import { outputOf, PiecewiseSource, streamPieces, u64be } from './support/piecewise-output.js';
 
-/**
- * A data source whose bytes are `pieces` back to back, assembled per read:
- * a file of any length held as a few pieces (one piece may repeat). Records
- * the length of each read and readInto call.
- */
-class PiecewiseSource implements ByteRangeSource {
-  readonly reads: [offset: number, length: number][] = [];
-  readonly readsInto: [offset: number, length: number][] = [];
-  private readonly starts: number[] = [];
-  private readonly length: number;
-
-  constructor(readonly name: string, private readonly pieces: readonly Uint8Array[], withReadInto = true) {
-    let at = 0;
-    for (const piece of pieces) {
-      this.starts.push(at);
-      at += piece.byteLength;
-    }
-    this.length = at;
-    if (!withReadInto) this.readInto = undefined;
-  }
-
-  async size(): Promise<number> {
-    return this.length;
-  }
-
-  async read(offset: number, length: number): Promise<Uint8Array> {
-    this.reads.push([offset, length]);
-    const bytes = new Uint8Array(length);
-    this.copy(offset, bytes);
-    return bytes;
-  }
-
-  readInto?: (offset: number, target: Uint8Array) => Promise<void> = async (offset, target) => {
-    this.readsInto.push([offset, target.byteLength]);
-    this.copy(offset, target);
-  };
-
-  async close(): Promise<void> {}
-
-  private copy(offset: number, target: Uint8Array): void {
-    const end = offset + target.byteLength;
-    this.pieces.forEach((piece, i) => {
-      const start = this.starts[i]!;
-      const from = Math.max(offset, start);
-      const to = Math.min(end, start + piece.byteLength);
-      if (from < to) target.set(piece.subarray(from - start, to - start), from - offset);
-    });
-  }
-}
-
-function u64be(values: readonly number[]): Uint8Array {
-  const bytes = new Uint8Array(values.length * 8);
-  const view = new DataView(bytes.buffer);
-  values.forEach((v, i) => view.setBigUint64(i * 8, BigInt(v), false));
-  return bytes;
-}
-
-/** An output's three sources from its partitions, each given as its pieces (the checksum file CRC32C's each, as the writer does). */
-function outputOf(partitions: readonly (readonly Uint8Array[])[], withReadInto = true) {
-  const offsets = [0];
-  for (const pieces of partitions) offsets.push(offsets[offsets.length - 1]! + pieces.reduce((sum, piece) => sum + piece.byteLength, 0));
-  return {
-    data: new PiecewiseSource('huge.data', partitions.flat(), withReadInto),
-    index: new PiecewiseSource('huge.index', [u64be(offsets)]),
-    checksum: new PiecewiseSource('huge.checksum', [u64be(partitions.map((pieces) => crc32cOf(pieces)))]),
-    offsets,
-  };
-}
-
-/**
- * An Arrow IPC stream's schema message, record batch message and
- * end-of-stream marker, apart (the stream arrow-js writes for one batch):
- *
- * ```text
- * FF FF FF FF | int32 metadataLength | schema flatbuffer | FF FF FF FF | int32 metadataLength | batch flatbuffer | body | FF FF FF FF 00 00 00 00
- * ```
- */
-function streamPieces(table: Table): { schema: Uint8Array; batch: Uint8Array; end: Uint8Array } {
-  const stream = tableToIPC(table, 'stream');
-  const schemaLength = 8 + new DataView(stream.buffer, stream.byteOffset).getInt32(4, true);
-  return { schema: stream.subarray(0, schemaLength), batch: stream.subarray(schemaLength, stream.byteLength - 8), end: stream.subarray(stream.byteLength - 8) };
-}
+/** Outputs named huge.data, huge.index, huge.checksum. */
+const outputOfHuge = (partitions: readonly (readonly Uint8Array[])[], withReadInto = true) => outputOf(partitions, withReadInto, 'huge');
 
 async function failure(promise: Promise<unknown>): Promise<ShuffleError> {
   const error = await promise.then(() => null, (e: unknown) => e);
@@ -114,8 +35,8 @@ describe('a partition longer than Node\'s largest buffer', () => {
   test('is read a message at a time, verified first, and the partition after it is read too', async () => {
     const huge = streamPieces(makeTable({ v: Int32Array.from({ length: ROWS }, (_, i) => i) }));
     const small = streamPieces(makeTable({ v: Int32Array.of(7, 8, 9) }));
-    const hugePieces = [huge.schema, ...Array.from({ length: COPIES }, () => huge.batch), huge.end];
-    const output = outputOf([hugePieces, [small.schema, small.batch, small.end]]);
+    const hugePieces = [huge.schema, ...Array.from({ length: COPIES }, () => huge.batches), huge.end];
+    const output = outputOfHuge([hugePieces, [small.schema, small.batches, small.end]]);
     expect(output.offsets[1]).toBeGreaterThan(constants.MAX_LENGTH);
 
     const reader = await ShuffleReader.fromSources(output, { readRunBytes: 2 ** 40 });
@@ -173,7 +94,7 @@ describe('a partition longer than wholePartitionBytes', () => {
     const chunk = 1 << 20;
     expect(CHECKSUM_CHUNK_BYTES).toBeGreaterThan(chunk); // the chunking below is the first pass's only when the partition is longer than a chunk
     const pieces = Array.from({ length: Math.ceil(partition.byteLength / chunk) }, (_, i) => partition.subarray(i * chunk, (i + 1) * chunk));
-    const output = outputOf([pieces]);
+    const output = outputOfHuge([pieces]);
     const reader = await ShuffleReader.fromSources(output, { wholePartitionBytes: partition.byteLength - 1 });
     try {
       expect(await readAll(reader)).toEqual(Array.from({ length: 300_000 }, (_, i) => i));
@@ -200,7 +121,7 @@ describe('a partition longer than wholePartitionBytes', () => {
   test('whose bytes do not match its checksum yields no row: CS_CHECKSUM_MISMATCH naming it, before any message is read', async () => {
     const damaged = partition.slice();
     damaged[damaged.byteLength - 100]! ^= 1;
-    const output = outputOf([[damaged]]);
+    const output = outputOfHuge([[damaged]]);
     output.checksum = new PiecewiseSource('huge.checksum', [u64be([crc32cOf([partition])])]);
     const reader = await ShuffleReader.fromSources(output, { wholePartitionBytes: 0 });
     try {
@@ -217,7 +138,7 @@ describe('a partition longer than wholePartitionBytes', () => {
   });
 
   test('is verified through read() when the source has no readInto', async () => {
-    const output = outputOf([[partition]], false);
+    const output = outputOfHuge([[partition]], false);
     const reader = await ShuffleReader.fromSources(output, { wholePartitionBytes: 0 });
     try {
       expect(await readAll(reader)).toEqual(Array.from({ length: 300_000 }, (_, i) => i));
@@ -229,8 +150,8 @@ describe('a partition longer than wholePartitionBytes', () => {
 
   test('never joins a run, whatever readRunBytes says: its neighbours are read in runs of their own', async () => {
     const small = streamPieces(makeTable({ v: Int32Array.of(1, 2), w: Float64Array.of(0.5, 1) }));
-    const smallStream = [small.schema, small.batch, small.end];
-    const output = outputOf([smallStream, [partition], smallStream]);
+    const smallStream = [small.schema, small.batches, small.end];
+    const output = outputOfHuge([smallStream, [partition], smallStream]);
     const reader = await ShuffleReader.fromSources(output, { readRunBytes: 2 ** 40, wholePartitionBytes: partition.byteLength - 1 });
     let rows = 0;
     try {
@@ -245,7 +166,7 @@ describe('a partition longer than wholePartitionBytes', () => {
   });
 
   test.each([-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY])('wholePartitionBytes %s is CS_INVALID_ARGUMENT, before any file is read', async (bad) => {
-    const output = outputOf([[partition]]);
+    const output = outputOfHuge([[partition]]);
     const error = await failure(ShuffleReader.fromSources(output, { wholePartitionBytes: bad }));
     expect(error.code).toBe('CS_INVALID_ARGUMENT');
     expect(error.message).toContain('wholePartitionBytes');
