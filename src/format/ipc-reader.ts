@@ -323,9 +323,11 @@ abstract class StreamCursor {
     let header: unknown;
     try {
       // arrow-js decodes the header lazily: decode it here, where a broken flatbuffer is still ours to report.
-      // Its vectors are typed arrays over the bytes: metadata not 8-aligned in memory (a row partition's
-      // header, or what follows one in a read buffer) is copied, or a valid union's type ids were refused
-      message = Message.decode(aligned8(metadata));
+      // It decodes a copy of its own: its vectors are typed arrays over the bytes, which metadata off 8-alignment
+      // in memory (a row partition's header, or what follows one in a read buffer) failed, refusing a valid
+      // union's type ids; and its errors give offsets within the ArrayBuffer, which then differed between a
+      // message read whole and one read alone (the metadata is small: hundreds of bytes)
+      message = Message.decode(metadata.slice());
       header = message.header();
     } catch (cause) {
       throw this.corrupt(`unreadable message metadata: ${(cause as Error).message}`, start, cause);
