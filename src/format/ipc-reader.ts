@@ -323,11 +323,11 @@ abstract class StreamCursor {
     let header: unknown;
     try {
       // arrow-js decodes the header lazily: decode it here, where a broken flatbuffer is still ours to report.
-      // It decodes a copy of its own: its vectors are typed arrays over the bytes, which metadata off 8-alignment
-      // in memory (a row partition's header, or what follows one in a read buffer) failed, refusing a valid
-      // union's type ids; and its errors give offsets within the ArrayBuffer, which then differed between a
-      // message read whole and one read alone (the metadata is small: hundreds of bytes)
-      message = Message.decode(metadata.slice());
+      // Its vectors are typed arrays over the bytes: metadata off 8-alignment in memory (a row partition's header,
+      // or what follows one in a read buffer) is copied, or a valid union's type ids were refused. Always copying
+      // would also keep a damaged vector position from viewing the bytes after the metadata (the error then names
+      // other offsets), but a copy per message made reading 1 M narrow rows at P = 1000 20-25 % slower
+      message = Message.decode(aligned8(metadata));
       header = message.header();
     } catch (cause) {
       throw this.corrupt(`unreadable message metadata: ${(cause as Error).message}`, start, cause);
