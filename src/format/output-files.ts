@@ -32,6 +32,17 @@ export function outputPaths(prefix: string): OutputPaths {
   return { data: `${prefix}.data`, index: `${prefix}.index`, checksum: `${prefix}.checksum.${CHECKSUM_ALGORITHM}` };
 }
 
+/**
+ * Whether a writer writes partition p (a stream, or a sort-writer header and
+ * end marker), given what p holds (rows or batches) and whether the output
+ * holds nothing at all: a partition with something in it, and partition 0 of
+ * an empty output, which keeps the schema (docs/FORMAT.md, "Index file").
+ * Every other partition is empty: no bytes.
+ */
+export function writesPartition(p: number, holds: number, outputEmpty: boolean): boolean {
+  return holds > 0 || (p === 0 && outputEmpty);
+}
+
 /** Serializes partition lengths as Spark's index file: cumulative offsets, big-endian int64. */
 export function encodeIndex(partitionLengths: readonly number[]): Uint8Array {
   const bytes = new Uint8Array((partitionLengths.length + 1) * 8);

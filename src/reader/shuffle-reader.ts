@@ -319,13 +319,18 @@ export class ShuffleReader {
     if (expected !== undefined) assertChecksum(crc32cOf([bytes]), expected, this.location(p));
   }
 
+  /** Partition p, too long to read whole: verified in a first pass, then read a message (or row block) at a time. */
+  private async *streamPartition(p: number, where: ErrorLocation, options: IpcReadOptions): AsyncGenerator<RecordBatch> {
+    await this.verifyPartition(p);
+    const start = this.offsets[p]!;
+    yield* readStreamedPartition(this.sources.data, start, this.offsets[p + 1]! - start, where, options, this.rowHeaders);
+  }
+
   /** The batches of partition p of `run`, verified first; null when it is empty. */
   private partitionBatches(run: PartitionRun, p: number, options: IpcReadOptions): AsyncGenerator<RecordBatch> | null {
     const where = this.location(p);
     const start = this.offsets[p]!;
-    if (run.streamed) {
-      return readStreamedPartition(this.sources.data, start, this.offsets[p + 1]! - start, this.checksums?.[p], where, options, this.rowHeaders);
-    }
+    if (run.streamed) return this.streamPartition(p, where, options);
     const runStart = this.offsets[run.first]!;
     const bytes = run.bytes.subarray(start - runStart, this.offsets[p + 1]! - runStart);
     // an empty partition too is verified: its checksum must be that of nothing

@@ -7,13 +7,14 @@ import { readRowPartitionAt, type RowHeaderCache } from '../sort-writer/row-read
 import type { CheckedSource } from './checked-source.js';
 
 /**
- * Reads one partition too long to hold whole (OpenOptions.wholePartitionBytes)
- * in two passes of bounded memory:
+ * A partition too long to hold whole (OpenOptions.wholePartitionBytes) is
+ * read in two passes of bounded memory:
  *
- * 1. its CRC32C, over reads of up to CHECKSUM_CHUNK_BYTES into one buffer,
- *    so a damaged partition still yields no row;
+ * 1. its CRC32C (checksumOf), over reads of up to CHECKSUM_CHUNK_BYTES into
+ *    one buffer, so a damaged partition still yields no row
+ *    (ShuffleReader.verifyPartition);
  * 2. its batches, a message (or a row block) at a time: the one handed out
- *    and the next one are held, each in memory of its own.
+ *    and the next one are held, each in memory of its own (this function).
  *
  * The bytes are read twice. That is the price of the promise that a
  * partition is verified before its first batch: a partition this long is
@@ -24,12 +25,10 @@ export async function* readStreamedPartition(
   source: CheckedSource,
   start: number,
   length: number,
-  checksum: number | undefined,
   where: ErrorLocation,
   options: IpcReadOptions,
   rowHeaders: RowHeaderCache,
 ): AsyncGenerator<RecordBatch> {
-  if (checksum !== undefined) assertChecksum(await checksumOf(source, start, length), checksum, where);
   const read = (offset: number, bytes: number) => source.read(offset, bytes);
   const head = await source.read(start, Math.min(4, length));
   yield* isRowPartition(head) ? readRowPartitionAt(read, start, length, where, options, rowHeaders) : readIpcStreamAt(read, start, length, where, options);

@@ -1,4 +1,4 @@
-import type { DataFileWriter } from '../format/output-files.js';
+import { writesPartition, type DataFileWriter } from '../format/output-files.js';
 import type { SpillFile } from '../spill/spill-file.js';
 import type { BlockSink } from './block-writer.js';
 import { ROW_END } from './row-format.js';
@@ -35,15 +35,15 @@ export class RowPartitionMerger implements BlockSink {
     /** rows each partition received (spilled or not): a partition without rows stays empty */
     private readonly partitionRows: ArrayLike<number>,
   ) {
-    this.schemaOnly = Array.prototype.every.call(partitionRows, (rows: number) => rows === 0);
+    this.noRows = Array.prototype.every.call(partitionRows, (rows: number) => rows === 0);
   }
 
   /** no partition has rows: partition 0 is written all the same (header and end), for the schema */
-  private readonly schemaOnly: boolean;
+  private readonly noRows: boolean;
 
   /** Whether partition p is written (else it stays empty: no bytes). */
   private holdsBytes(p: number): boolean {
-    return this.partitionRows[p]! > 0 || (p === 0 && this.schemaOnly);
+    return writesPartition(p, this.partitionRows[p]!, this.noRows);
   }
 
   async write(partition: number, chunks: readonly Uint8Array[]): Promise<void> {

@@ -1,5 +1,5 @@
 import { END_OF_STREAM, type EncodedMessage } from '../format/ipc-message.js';
-import type { DataFileWriter } from '../format/output-files.js';
+import { writesPartition, type DataFileWriter } from '../format/output-files.js';
 import type { MemoryReservation } from '../memory/memory-pool.js';
 import { SlabAllocator, type SlabRange } from '../memory/slab-allocator.js';
 import { MERGE_WINDOW_SHARE, reserveMergeWindows, SpillFile, windowsWanted } from './spill-file.js';
@@ -227,12 +227,11 @@ export class PayloadStore {
     const bufferBytes = minBytes + extra;
     const buffer = this.reservation.recycler.take(bufferBytes);
     const sink = { append: (bytes: Uint8Array) => output.append(bytes), flush: () => output.flush() };
-    // an output without rows keeps its schema: partition 0 is then a stream of the schema message alone
     const noBatches = this.batchCounts.every((count) => count === 0);
     try {
       for (let p = 0; p < this.batchCounts.length; p++) {
         output.beginPartition(p);
-        if (this.batchCounts[p]! > 0 || (p === 0 && noBatches)) {
+        if (writesPartition(p, this.batchCounts[p]!, noBatches)) {
           await output.append(schemaMessage);
           await this.spillFile?.copyPartition(p, buffer, sink);
           for (const payload of this.cached.get(p) ?? []) {
