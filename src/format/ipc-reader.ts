@@ -13,6 +13,7 @@ import { ShuffleError, type ErrorLocation } from '../errors.js';
 import { codecByArrowType } from './codec.js';
 import { CONTINUATION_MARKER, padding8, variadicBufferCountsOf, type FieldNodeInfo } from './ipc-message.js';
 import { restoreEmptyFieldNames } from './empty-field-names.js';
+import type { SchemaMessageCache } from './schema-message-cache.js';
 import { metadataCountProblem } from './metadata-counts.js';
 import { columnInconsistency } from './validate-column.js';
 import { flatKindsOf, loadFlatColumns, type FlatKind } from './flat-loader.js';
@@ -25,10 +26,12 @@ import { flatKindsOf, loadFlatColumns, type FlatKind } from './flat-loader.js';
  * stream, including the legacy framing without the continuation marker.
  *
  * `where` locates the stream in its file for error messages: `offset` is the
- * file offset of `bytes[0]`.
+ * file offset of `bytes[0]`. `schemas`: a cache shared by streams that
+ * start with the same schema message (a reader's partitions), which then
+ * decode it once.
  */
-export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {}, options: IpcReadOptions = {}): AsyncGenerator<RecordBatch> {
-  yield* readMessages(new MessageCursor(bytes, where), options);
+export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {}, options: IpcReadOptions = {}, schemas?: SchemaMessageCache): AsyncGenerator<RecordBatch> {
+  yield* readMessages(new MessageCursor(bytes, where, schemas), options);
 }
 
 /**
@@ -40,8 +43,15 @@ export async function* readIpcStream(bytes: Uint8Array, where: ErrorLocation = {
  *
  * `where.offset` is the file offset of the stream's first byte, as for readIpcStream.
  */
-export async function* readIpcStreamAt(read: ReadBytes, start: number, length: number, where: ErrorLocation = {}, options: IpcReadOptions = {}): AsyncGenerator<RecordBatch> {
-  yield* readMessages(new RangeMessageCursor(read, start, length, where), { ...options, borrowed: false });
+export async function* readIpcStreamAt(
+  read: ReadBytes,
+  start: number,
+  length: number,
+  where: ErrorLocation = {},
+  options: IpcReadOptions = {},
+  schemas?: SchemaMessageCache,
+): AsyncGenerator<RecordBatch> {
+  yield* readMessages(new RangeMessageCursor(read, start, length, where, schemas), { ...options, borrowed: false });
 }
 
 /** Reads `length` bytes at `offset` (of a file, or another source) into memory of their own, 8-aligned. */
@@ -55,9 +65,7 @@ async function* readMessages(messages: StreamCursor, options: IpcReadOptions): A
   if (first.message.headerType !== MessageHeader.Schema) {
     throw messages.corrupt('the stream does not start with a schema message', first.start);
   }
-  const schema = first.header as Schema;
-  assertUsableSchema(schema, messages);
-  restoreEmptyFieldNames(schema); // once it is known to be whole
+  const schema = messages.checkedSchema(first);
   const version = first.message.version;
   const dictionaries = options.dictionaries ?? new Map<number, Vector>();
 
@@ -261,9 +269,7 @@ export function readIpcSchema(bytes: Uint8Array, where: ErrorLocation = {}): Sch
   if (first === null || first.message.headerType !== MessageHeader.Schema) {
     throw messages.corrupt('the stream does not start with a schema message', 0);
   }
-  const schema = first.header as Schema;
-  assertUsableSchema(schema, messages);
-  return restoreEmptyFieldNames(schema); // once it is known to be whole
+  return messages.checkedSchema(first);
 }
 
 interface RawMessage {
@@ -273,6 +279,21 @@ interface RawMessage {
   body: Uint8Array;
   /** offset of the message in the stream */
   start: number;
+  /**
+   * The first message: the copy of its metadata it was decoded from, or null
+   * when it came from the schema cache (checked when it was decoded); later
+   * messages: undefined.
+   */
+  decodedFrom: Uint8Array | null | undefined;
+}
+
+/** A message's metadata decoded (RawMessage less its body), and where its body lies. */
+interface DecodedMetadata {
+  message: Message;
+  header: unknown;
+  decodedFrom: Uint8Array | null | undefined;
+  bodyStart: number;
+  bodyLength: number;
 }
 
 /**
@@ -288,7 +309,11 @@ interface RawMessage {
  */
 abstract class StreamCursor {
   protected position = 0;
-  constructor(protected readonly length: number, private readonly where: ErrorLocation) {}
+  constructor(
+    protected readonly length: number,
+    private readonly where: ErrorLocation,
+    private readonly schemas: SchemaMessageCache | undefined,
+  ) {}
 
   /** The next message, or null at the end of the stream (an end-of-stream marker, or its last byte). */
   abstract next(): RawMessage | null | Promise<RawMessage | null>;
@@ -315,30 +340,59 @@ abstract class StreamCursor {
     return { metadataStart, metadataSize };
   }
 
-  /** The message at `start` whose metadata, from `metadataStart`, is `metadata`; its body checked to lie within the stream. */
-  protected decode(metadata: Uint8Array, start: number, metadataStart: number): { message: Message; header: unknown; bodyStart: number; bodyLength: number } {
+  /**
+   * The message at `start` whose metadata, from `metadataStart`, is
+   * `metadata`; its body checked to lie within the stream.
+   *
+   * arrow-js decodes a flatbuffer's vectors as typed arrays over the bytes
+   * it is handed. The first message's metadata (the schema's: the union type
+   * ids, the field lists) is decoded from a copy, once per schema cache, so
+   * it never views the caller's memory, and a damaged vector position fails
+   * alike whatever follows the metadata. Later metadata is copied only when
+   * it lies off 8-alignment in memory (a row partition's header, or what
+   * follows one in a read buffer): a copy per message made reading 1 M narrow
+   * rows at P = 1000 20-25 % slower.
+   */
+  protected decode(metadata: Uint8Array, start: number, metadataStart: number): DecodedMetadata {
+    const bodyStart = metadataStart + metadata.byteLength;
+    const cached = start === 0 ? (this.schemas?.lookup(metadata) ?? null) : null;
+    if (cached !== null) return { message: cached.message, header: cached.schema, decodedFrom: null, bodyStart, bodyLength: this.bodyLength(cached.message, bodyStart, start) };
     const countProblem = metadataCountProblem(metadata);
     if (countProblem !== null) throw this.corrupt(countProblem, start);
+    const decodedFrom = start === 0 ? metadata.slice() : aligned8(metadata);
     let message: Message;
     let header: unknown;
     try {
-      // arrow-js decodes the header lazily: decode it here, where a broken flatbuffer is still ours to report.
-      // Its vectors are typed arrays over the bytes: metadata off 8-alignment in memory (a row partition's header,
-      // or what follows one in a read buffer) is copied, or a valid union's type ids were refused. Always copying
-      // would also keep a damaged vector position from viewing the bytes after the metadata (the error then names
-      // other offsets), but a copy per message made reading 1 M narrow rows at P = 1000 20-25 % slower
-      message = Message.decode(aligned8(metadata));
+      // arrow-js decodes the header lazily: decode it here, where a broken flatbuffer is still ours to report
+      message = Message.decode(decodedFrom);
       header = message.header();
     } catch (cause) {
       throw this.corrupt(`unreadable message metadata: ${(cause as Error).message}`, start, cause);
     }
     if (header === null || header === undefined) throw this.corrupt('message metadata without a header', start);
-    const bodyStart = metadataStart + metadata.byteLength;
+    const bodyLength = this.bodyLength(message, bodyStart, start);
+    return { message, header, decodedFrom: start === 0 ? decodedFrom : undefined, bodyStart, bodyLength };
+  }
+
+  private bodyLength(message: Message, bodyStart: number, start: number): number {
     const bodyLength = Number(message.bodyLength);
     if (!Number.isSafeInteger(bodyLength) || bodyLength < 0 || bodyStart + bodyLength > this.length) {
       throw this.corrupt(`message body of ${message.bodyLength} bytes runs past the end of the stream`, start);
     }
-    return { message, header, bodyStart, bodyLength };
+    return bodyLength;
+  }
+
+  /**
+   * The schema of `first`, the stream's first message (a schema message),
+   * checked to be whole once; remembered in the schema cache then.
+   */
+  checkedSchema(first: RawMessage): Schema {
+    const schema = first.header as Schema;
+    if (first.decodedFrom === null) return schema; // from the cache: checked when it was decoded
+    assertUsableSchema(schema, this);
+    restoreEmptyFieldNames(schema); // once it is known to be whole
+    if (first.decodedFrom !== undefined) this.schemas?.remember(first.decodedFrom, { message: first.message, schema });
+    return schema;
   }
 
   corrupt(what: string, offsetInStream: number, cause?: unknown): ShuffleError {
@@ -350,8 +404,8 @@ abstract class StreamCursor {
 /** A stream held in memory: its messages' bodies are views into it. */
 class MessageCursor extends StreamCursor {
   private readonly view: DataView;
-  constructor(private readonly bytes: Uint8Array, where: ErrorLocation) {
-    super(bytes.byteLength, where);
+  constructor(private readonly bytes: Uint8Array, where: ErrorLocation, schemas?: SchemaMessageCache) {
+    super(bytes.byteLength, where, schemas);
     this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
 
@@ -361,9 +415,9 @@ class MessageCursor extends StreamCursor {
     const frame = this.frame(this.view, start, start);
     if (frame === null) return null;
     const { metadataStart, metadataSize } = frame;
-    const { message, header, bodyStart, bodyLength } = this.decode(this.bytes.subarray(metadataStart, metadataStart + metadataSize), start, metadataStart);
+    const { message, header, decodedFrom, bodyStart, bodyLength } = this.decode(this.bytes.subarray(metadataStart, metadataStart + metadataSize), start, metadataStart);
     this.position = bodyStart + bodyLength;
-    return { message, header, body: this.bytes.subarray(bodyStart, bodyStart + bodyLength), start };
+    return { message, header, body: this.bytes.subarray(bodyStart, bodyStart + bodyLength), start, decodedFrom };
   }
 }
 
@@ -373,8 +427,8 @@ class MessageCursor extends StreamCursor {
  * known to lie within the stream.
  */
 class RangeMessageCursor extends StreamCursor {
-  constructor(private readonly read: ReadBytes, private readonly offset: number, length: number, where: ErrorLocation) {
-    super(length, where);
+  constructor(private readonly read: ReadBytes, private readonly offset: number, length: number, where: ErrorLocation, schemas?: SchemaMessageCache) {
+    super(length, where, schemas);
   }
 
   async next(): Promise<RawMessage | null> {
@@ -385,11 +439,11 @@ class RangeMessageCursor extends StreamCursor {
     if (frame === null) return null;
     const { metadataStart, metadataSize } = frame;
     const metadata = await this.read(this.offset + metadataStart, metadataSize);
-    const { message, header, bodyStart, bodyLength } = this.decode(metadata, start, metadataStart);
+    const { message, header, decodedFrom, bodyStart, bodyLength } = this.decode(metadata, start, metadataStart);
     if (bodyLength > MAX_BODY_BYTES) throw this.corrupt(`a message body of ${bodyLength} bytes is longer than one buffer can hold`, start);
     this.position = bodyStart + bodyLength;
     const body = bodyLength === 0 ? new Uint8Array(0) : await this.read(this.offset + bodyStart, bodyLength);
-    return { message, header, body, start };
+    return { message, header, body, start, decodedFrom };
   }
 }
 

@@ -2,6 +2,7 @@ import { constants } from 'node:buffer';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { ShuffleError, type ErrorLocation } from '../errors.js';
 import { maxBufferBytesOf, readIpcSchema, readIpcStream, type IpcReadOptions } from '../format/ipc-reader.js';
+import { SchemaMessageCache } from '../format/schema-message-cache.js';
 import { crc32cOf, outputPaths } from '../format/output-files.js';
 import { runEveryStep } from '../run-every-step.js';
 import { isRowPartition, parseRowPartitionHeader } from '../sort-writer/row-format.js';
@@ -83,8 +84,8 @@ export class ShuffleReader {
   /** Byte offsets of each partition in the data file: partition p is [offsets[p], offsets[p+1]). */
   readonly offsets: readonly number[];
   readonly checksums: readonly number[] | null;
-  /** the partitions of a sort-writer output share their header: its schema is decoded once */
-  private readonly rowHeaders = new RowHeaderCache();
+  /** the partitions of an output share their header (the schema message, or the sort writer's): it is decoded once */
+  private readonly headers = { rows: new RowHeaderCache(), schemas: new SchemaMessageCache() };
   /** read buffers no read is using: taken for a run of partitions, given back once its batches are decoded */
   private readonly idleReadBuffers: Uint8Array[] = [];
   private readonly readRunBytes: number;
@@ -323,7 +324,7 @@ export class ShuffleReader {
   private async *streamPartition(p: number, where: ErrorLocation, options: IpcReadOptions): AsyncGenerator<RecordBatch> {
     await this.verifyPartition(p);
     const start = this.offsets[p]!;
-    yield* readStreamedPartition(this.sources.data, start, this.offsets[p + 1]! - start, where, options, this.rowHeaders);
+    yield* readStreamedPartition(this.sources.data, start, this.offsets[p + 1]! - start, where, options, this.headers);
   }
 
   /** The batches of partition p of `run`, verified first; null when it is empty. */
@@ -336,7 +337,7 @@ export class ShuffleReader {
     // an empty partition too is verified: its checksum must be that of nothing
     this.verify(p, bytes);
     if (bytes.byteLength === 0) return null;
-    return isRowPartition(bytes) ? readRowPartition(bytes, where, options, this.rowHeaders) : readIpcStream(bytes, where, options);
+    return isRowPartition(bytes) ? readRowPartition(bytes, where, options, this.headers.rows) : readIpcStream(bytes, where, options, this.headers.schemas);
   }
 
   /** The record batches of partition p, in the order they were written. */

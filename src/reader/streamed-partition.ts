@@ -4,6 +4,7 @@ import { readIpcStreamAt, type IpcReadOptions } from '../format/ipc-reader.js';
 import { crc32cOf } from '../format/output-files.js';
 import { isRowPartition } from '../sort-writer/row-format.js';
 import { readRowPartitionAt, type RowHeaderCache } from '../sort-writer/row-reader.js';
+import type { SchemaMessageCache } from '../format/schema-message-cache.js';
 import type { CheckedSource } from './checked-source.js';
 
 /**
@@ -27,11 +28,11 @@ export async function* readStreamedPartition(
   length: number,
   where: ErrorLocation,
   options: IpcReadOptions,
-  rowHeaders: RowHeaderCache,
+  headers: { rows: RowHeaderCache; schemas: SchemaMessageCache },
 ): AsyncGenerator<RecordBatch> {
   const read = (offset: number, bytes: number) => source.read(offset, bytes);
   const head = await source.read(start, Math.min(4, length));
-  yield* isRowPartition(head) ? readRowPartitionAt(read, start, length, where, options, rowHeaders) : readIpcStreamAt(read, start, length, where, options);
+  yield* isRowPartition(head) ? readRowPartitionAt(read, start, length, where, options, headers.rows) : readIpcStreamAt(read, start, length, where, options, headers.schemas);
 }
 
 /** CS_CHECKSUM_MISMATCH, located by `where`, unless the partition's bytes have the CRC32C the checksum file gives. */

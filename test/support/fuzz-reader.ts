@@ -27,10 +27,8 @@
  * Both reads are then made again with `wholePartitionBytes: 0`, which reads
  * every partition a message (or row block) at a time instead of whole
  * (modes `streamed-checksum` and `streamed`): each read must come to exactly
- * what the whole read came to (the same rows, or the same error code at the
- * same location), else it is a violation of kind `disagrees`. (The message of
- * an error arrow-js's metadata decoding raises may differ: it gives offsets
- * within the buffer it was handed, a read buffer or a message of its own.)
+ * what the whole read came to (the same rows, or the same error: code, words
+ * and location), else it is a violation of kind `disagrees`.
  */
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -688,12 +686,10 @@ export async function runCase(dir: string, base: BaseOutput, mutations: readonly
   }
 }
 
-/** An outcome as two reads of the same bytes must agree on it (a stack, a timing, the decoder's words may differ). */
+/** An outcome as two reads of the same bytes must agree on it (a stack, a timing may differ). */
 function comparable(outcome: Outcome): unknown {
   if (outcome.kind === 'foreign-error') return { kind: outcome.kind, name: outcome.name, message: outcome.message };
   if (outcome.kind === 'timeout') return { kind: outcome.kind };
-  // the location ShuffleError appends: "(file ..., partition N, byte offset N)"
-  if (outcome.kind === 'shuffle-error') return { kind: outcome.kind, code: outcome.code, where: /\(([^()]*)\)$/.exec(outcome.message)?.[1] ?? null };
   return outcome;
 }
 
