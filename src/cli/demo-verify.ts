@@ -23,8 +23,11 @@ export class ShuffleVerifier {
   private hashes = new Int32Array(0);
   private readonly partitionRows: number[];
 
-  constructor(private readonly schema: Schema, private readonly keyColumn: string, private readonly numPartitions: number) {
+  private readonly expectedSchema: string;
+
+  constructor(schema: Schema, private readonly keyColumn: string, private readonly numPartitions: number) {
     this.partitionRows = new Array<number>(numPartitions).fill(0);
+    this.expectedSchema = describe(schema);
   }
 
   addInput(batch: RecordBatch): void {
@@ -32,9 +35,11 @@ export class ShuffleVerifier {
     this.fingerprint(batch, this.input.prints);
   }
 
+  /** A batch of another schema is a problem, and set aside: its columns cannot be checked as the schema's. */
   addOutput(partition: number, batch: RecordBatch): void {
-    if (!this.schemaProblem && describe(batch.schema) !== describe(this.schema)) {
-      this.schemaProblem = `partition ${partition} has schema ${describe(batch.schema)}, expected ${describe(this.schema)}`;
+    const schema = describe(batch.schema);
+    if (schema !== this.expectedSchema) {
+      this.schemaProblem ||= `partition ${partition} has schema ${schema}, expected ${this.expectedSchema}`;
       return;
     }
     this.output.rows += batch.numRows;

@@ -82,11 +82,11 @@ async function dispatch(argv: string[], ctx: CliContext): Promise<number> {
   return await run(args, ctx);
 }
 
-/** `help [command]`, `--help [command]`: the usage, or one command's help. */
+/** `help [command]`, `--help [command]`: the usage, or one command's help (help's own, `help help`, is the usage). */
 function help(ctx: CliContext, asked: string, args: readonly string[]): number {
   const [topic, extra] = args;
   if (extra !== undefined) throw new UsageError(`${asked} takes at most one command, got '${topic}' and '${extra}'`, null);
-  if (topic === undefined) {
+  if (topic === undefined || topic === 'help' || topic === '-h' || topic === '--help') {
     ctx.stdout.write(USAGE);
     return EXIT_OK;
   }
