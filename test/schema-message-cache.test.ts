@@ -12,7 +12,7 @@ import { readIpcStream } from '../src/format/ipc-reader.js';
 import { SchemaMessageCache } from '../src/format/schema-message-cache.js';
 import { tableToIpcStream } from '../src/format/table-to-ipc.js';
 import { ShuffleReader } from '../src/reader/shuffle-reader.js';
-import { outputOf } from './support/piecewise-output.js';
+import { outputOf, streamPieces } from './support/piecewise-output.js';
 
 const int32Table = (name: string, values: number[]) => new Table({ [name]: vectorFromArray(values, new Int32()) });
 
@@ -104,5 +104,32 @@ describe('what the cache hands out', () => {
     expect((await collect(reader.readPartition(0))).length).toBe(1);
     await expect(collect(reader.readPartition(1))).rejects.toMatchObject({ code: 'CS_CORRUPT_DATA', where: { partition: 1, offset: good.byteLength } });
     await reader.close();
+  });
+});
+
+describe('ShuffleReader.schema()', () => {
+  test('reads the first partition\'s frame and schema metadata, nothing after them, and its schema serves the reads', async () => {
+    const { schema, batches, end } = streamPieces(int32Table('v', [1, 2, 3]));
+    const output = outputOf([[], [schema, batches, end]]);
+    const reader = await ShuffleReader.fromSources(output);
+    output.data.reads.length = 0;
+    const found = await reader.schema();
+    expect(found?.fields.map((f) => f.name)).toEqual(['v']);
+    expect(Math.max(...output.data.reads.map(([offset, length]) => offset + length))).toBe(schema.byteLength);
+    const [batch] = await collect(reader.readPartition(1));
+    expect(batch!.schema.fields[0]!.type).toBe(found!.fields[0]!.type);
+    await reader.close();
+  });
+
+  test('a schema metadata size past the partition\'s end fails as the partition\'s read fails: CS_CORRUPT_DATA, the same words, at the partition', async () => {
+    const { schema, batches, end } = streamPieces(int32Table('v', [1]));
+    const damaged = schema.slice();
+    new DataView(damaged.buffer).setInt32(4, 1 << 20, true); // the metadata size, after the continuation marker
+    const reader = await ShuffleReader.fromSources(outputOf([[], [damaged, batches, end]], true));
+    const schemaError = await reader.schema().then(() => null, (error: unknown) => error);
+    const readError = await collect(reader.readPartition(1)).then(() => null, (error: unknown) => error);
+    await reader.close();
+    expect(schemaError).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('runs past the end of the stream'), where: { partition: 1, offset: 0 } });
+    expect((schemaError as Error).message).toBe((readError as Error).message);
   });
 });

@@ -265,7 +265,22 @@ export interface IpcReadOptions {
 /** The schema of an IPC stream, read from its first message. */
 export function readIpcSchema(bytes: Uint8Array, where: ErrorLocation = {}): Schema {
   const messages = new MessageCursor(bytes, where);
-  const first = messages.next();
+  return firstSchema(messages, messages.next());
+}
+
+/**
+ * The schema of the IPC stream of `length` bytes at `start` of a source
+ * (`where.offset`: the file offset of its first byte), with the checks
+ * readIpcStreamAt makes: only the first message's frame and metadata are
+ * read, not its body.
+ */
+export async function readIpcSchemaAt(read: ReadBytes, start: number, length: number, where: ErrorLocation = {}, schemas?: SchemaMessageCache): Promise<Schema> {
+  const messages = new RangeMessageCursor(read, start, length, where, schemas);
+  const first = await messages.nextMetadata();
+  return firstSchema(messages, first === null ? null : { ...first, body: new Uint8Array(0), start: 0 });
+}
+
+function firstSchema(messages: StreamCursor, first: RawMessage | null): Schema {
   if (first === null || first.message.headerType !== MessageHeader.Schema) {
     throw messages.corrupt('the stream does not start with a schema message', 0);
   }
@@ -433,17 +448,24 @@ class RangeMessageCursor extends StreamCursor {
 
   async next(): Promise<RawMessage | null> {
     const start = this.position;
+    const decoded = await this.nextMetadata();
+    if (decoded === null) return null;
+    const { message, header, decodedFrom, bodyStart, bodyLength } = decoded;
+    if (bodyLength > MAX_BODY_BYTES) throw this.corrupt(`a message body of ${bodyLength} bytes is longer than one buffer can hold`, start);
+    this.position = bodyStart + bodyLength;
+    const body = bodyLength === 0 ? new Uint8Array(0) : await this.read(this.offset + bodyStart, bodyLength);
+    return { message, header, body, start, decodedFrom };
+  }
+
+  /** The next message's frame and metadata, read and decoded; its body is not read (the position stays). */
+  async nextMetadata(): Promise<DecodedMetadata | null> {
+    const start = this.position;
     if (start === this.length) return null;
     const head = await this.read(this.offset + start, Math.min(8, this.length - start));
     const frame = this.frame(new DataView(head.buffer, head.byteOffset, head.byteLength), 0, start);
     if (frame === null) return null;
     const { metadataStart, metadataSize } = frame;
-    const metadata = await this.read(this.offset + metadataStart, metadataSize);
-    const { message, header, decodedFrom, bodyStart, bodyLength } = this.decode(metadata, start, metadataStart);
-    if (bodyLength > MAX_BODY_BYTES) throw this.corrupt(`a message body of ${bodyLength} bytes is longer than one buffer can hold`, start);
-    this.position = bodyStart + bodyLength;
-    const body = bodyLength === 0 ? new Uint8Array(0) : await this.read(this.offset + bodyStart, bodyLength);
-    return { message, header, body, start, decodedFrom };
+    return this.decode(await this.read(this.offset + metadataStart, metadataSize), start, metadataStart);
   }
 }
 

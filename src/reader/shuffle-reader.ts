@@ -1,7 +1,7 @@
 import { constants } from 'node:buffer';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { ShuffleError, type ErrorLocation } from '../errors.js';
-import { maxBufferBytesOf, readIpcSchema, readIpcStream, type IpcReadOptions } from '../format/ipc-reader.js';
+import { maxBufferBytesOf, readIpcSchemaAt, readIpcStream, type IpcReadOptions } from '../format/ipc-reader.js';
 import { SchemaMessageCache } from '../format/schema-message-cache.js';
 import { crc32cOf, outputPaths } from '../format/output-files.js';
 import { runEveryStep } from '../run-every-step.js';
@@ -192,25 +192,18 @@ export class ShuffleReader {
 
   /**
    * The schema, decoded from the first message of the first non-empty partition
-   * (only those bytes are read; no checksum is involved); null when every
-   * partition is empty.
+   * (only its frame and metadata are read; no checksum is involved); null when
+   * every partition is empty.
    */
   async schema(): Promise<Schema | null> {
     for (let p = 0; p < this.numPartitions; p++) {
       const length = this.partitionLength(p);
       if (length === 0) continue;
       const start = this.offsets[p]!;
-      const head = await this.sources.data.read(start, Math.min(16, length));
-      if (isRowPartition(head)) {
-        const read = (offset: number, bytes: number) => this.sources.data.read(offset, bytes);
-        return parseRowPartitionHeader(await readRowHeaderAt(read, start, length, head), this.location(p)).schema;
-      }
-      const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
-      const continued = head.byteLength >= 8 && view.getInt32(0, true) === -1;
-      const metadataSize = head.byteLength >= 4 ? view.getInt32(continued ? 4 : 0, true) : 0;
-      const prefix = continued ? 8 : 4;
-      const wanted = metadataSize > 0 ? Math.min(length, prefix + metadataSize) : head.byteLength;
-      return readIpcSchema(await this.sources.data.read(start, wanted), this.location(p));
+      const read = (offset: number, bytes: number) => this.sources.data.read(offset, bytes);
+      const head = await read(start, Math.min(16, length));
+      if (isRowPartition(head)) return parseRowPartitionHeader(await readRowHeaderAt(read, start, length, head), this.location(p)).schema;
+      return readIpcSchemaAt(read, start, length, this.location(p), this.headers.schemas);
     }
     return null;
   }
