@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { Table, tableFromIPC, tableToIPC, vectorFromArray } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
-import { main, type MainOptions } from '../src/cli/main.js';
+import { main } from '../src/cli/main.js';
 import { ShuffleWriter } from '../src/writer/shuffle-writer.js';
 import { DEFAULT_WHOLE_PARTITION_BYTES, ShuffleReader } from '../src/reader/shuffle-reader.js';
 import { frameOf } from '../src/cli/ipc-frames.js';
@@ -19,19 +19,8 @@ import { crc32cOf, encodeChecksums, encodeIndex, outputPaths } from '../src/form
 import { createProgress } from '../src/cli/progress.js';
 import { makeTempDir, listFiles, removeDir } from './support/temp-dir.js';
 import { textSink } from './support/text-sink.js';
+import { cli } from './support/cli-run.js';
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function cli(argv: string[], options: Partial<MainOptions> = {}): Promise<Run> {
-  const out = textSink();
-  const err = textSink();
-  const code = await main(argv, { stdout: out.stream, stderr: err.stream, signal: new AbortController().signal, ...options });
-  return { code, stdout: out.text(), stderr: err.text() };
-}
 
 /** A stdout whose every write fails with `code` (EPIPE: the reader went away; ENOSPC: a full disk). */
 function failingStdout(code: string): Writable {

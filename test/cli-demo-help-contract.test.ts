@@ -11,7 +11,7 @@ import { mkdir, readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { makeData, RecordBatch, Schema, Field, Struct, type Data } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
-import { main, type MainOptions } from '../src/cli/main.js';
+import { main } from '../src/cli/main.js';
 import { CLEAN_HELP, DEMO_HELP, INSPECT_HELP, READ_HELP, USAGE, WRITE_HELP } from '../src/cli/help.js';
 import { ShuffleVerifier } from '../src/cli/demo-verify.js';
 import { batchBytes, NARROW_SCHEMA, narrowBatch } from '../src/cli/demo-data.js';
@@ -20,19 +20,8 @@ import { ShuffleReader } from '../src/reader/shuffle-reader.js';
 import { hashColumnInto, pmod, SPARK_HASH_SEED } from '../src/writer/murmur3.js';
 import { listFiles, makeTempDir, removeDir } from './support/temp-dir.js';
 import { textSink } from './support/text-sink.js';
+import { cli, type Run } from './support/cli-run.js';
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function cli(argv: string[], options: Partial<MainOptions> = {}): Promise<Run> {
-  const out = textSink();
-  const err = textSink();
-  const code = await main(argv, { stdout: out.stream, stderr: err.stream, signal: new AbortController().signal, ...options });
-  return { code, stdout: out.text(), stderr: err.text() };
-}
 
 /** What `inspect --json` says about a shuffle output. */
 async function inspect(prefix: string): Promise<{ rows: number; partitions: number; codec: string; writer: string; bytes: number; partitionRows: number[] }> {
