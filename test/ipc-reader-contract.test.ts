@@ -14,7 +14,7 @@ import { UnionMode } from 'apache-arrow/enum';
 import { codecByName } from '../src/format/codec.js';
 import { STORE_RAW } from '../src/format/compression-advisor.js';
 import { encodeRecordBatchHeader, encodeRecordBatchMessage, encodeSchemaMessage, END_OF_STREAM, type FieldNodeInfo } from '../src/format/ipc-message.js';
-import { readIpcSchema, readIpcStream, type IpcReadOptions } from '../src/format/ipc-reader.js';
+import { readIpcSchema, readIpcStream, summarizeIpcStreamAt, type IpcReadOptions } from '../src/format/ipc-reader.js';
 import type { ErrorLocation } from '../src/errors.js';
 import { tableToIpcStream } from '../src/format/table-to-ipc.js';
 
@@ -332,5 +332,51 @@ describe('several damaged buffers in one batch', () => {
     } finally {
       vi.restoreAllMocks();
     }
+  });
+});
+
+describe('summarizeIpcStreamAt (what inspect says of a stream)', () => {
+  /** Reads of `bytes` that record what they read, each into memory of its own. */
+  const recorded = (bytes: Uint8Array) => {
+    const reads: [number, number][] = [];
+    const read = async (offset: number, length: number) => {
+      reads.push([offset, length]);
+      return bytes.slice(offset, offset + length);
+    };
+    return { read, reads };
+  };
+
+  test('counts record batches and rows, names the first batch\'s codec, and reads frames and metadata only', async () => {
+    const many = Array.from({ length: 10_000 }, (_, i) => i);
+    const stream = concat([encodeSchemaMessage(schema), await int32Batch([1, 2, 3], 'zstd'), await int32Batch(many), END_OF_STREAM]);
+    const { read, reads } = recorded(stream);
+    const summary = await summarizeIpcStreamAt(read, 0, stream.byteLength);
+    expect(summary).toMatchObject({ codec: 'zstd', batches: 2, rows: 10_003 });
+    expect(summary.schema?.fields.map((f) => f.name)).toEqual(['v']);
+    expect(stream.byteLength).toBeGreaterThan(40_000); // the second batch's body: 10,000 int32 stored raw
+    expect(reads.reduce((sum, [, length]) => sum + length, 0)).toBeLessThan(1_000);
+  });
+
+  test('a stream of its schema alone has no codec and no batches; one that ends at once has no schema', async () => {
+    const alone = concat([encodeSchemaMessage(schema), END_OF_STREAM]);
+    expect(await summarizeIpcStreamAt(recorded(alone).read, 0, alone.byteLength)).toMatchObject({ codec: null, batches: 0, rows: 0 });
+    expect(await summarizeIpcStreamAt(recorded(END_OF_STREAM).read, 0, END_OF_STREAM.byteLength)).toEqual({ schema: null, codec: null, batches: 0, rows: 0 });
+  });
+
+  test.each([
+    ['a metadata size past the end', async () => concat([encodeSchemaMessage(schema), Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0x00, 0x10, 0x00, 0x00)])],
+    ['a second schema message', async () => concat([encodeSchemaMessage(schema), await int32Batch([1]), encodeSchemaMessage(schema)])],
+    ['a stream that starts with a record batch', async () => concat([await int32Batch([1]), END_OF_STREAM])],
+    ['a union with a repeated type id', async () => encodeSchemaMessage(new Schema([new Field('u', new Union(UnionMode.Sparse, [3, 3], [new Field('a', new Int32(), true), new Field('b', new Utf8(), true)]), true)]))],
+    ['a body that runs past the end', async () => {
+      const batch = await int32Batch([1, 2, 3, 4]);
+      return concat([encodeSchemaMessage(schema), batch.subarray(0, batch.byteLength - 4)]);
+    }],
+  ])('fails as a read of the stream fails, in the same words at the same offset: %s', async (_, make) => {
+    const stream = await make();
+    const where = { file: 'part.data', partition: 3, offset: 1000 };
+    const summarizing = await summarizeIpcStreamAt(recorded(stream).read, 0, stream.byteLength, where).then(() => null, (error: unknown) => error);
+    const reading = await failure(stream, where);
+    expect(summarizing).toMatchObject({ code: 'CS_CORRUPT_DATA', message: reading.message, where: reading.where });
   });
 });

@@ -1,15 +1,13 @@
-import { MessageHeader } from 'apache-arrow/enum';
 import type { Schema } from 'apache-arrow';
-import { ShuffleError, type ErrorLocation } from '../errors.js';
+import type { ErrorLocation } from '../errors.js';
 import { describeType } from '../writer/same-schema.js';
 import { outputPaths } from '../format/output-files.js';
 import { DEFAULT_WHOLE_PARTITION_BYTES, ShuffleReader } from '../reader/shuffle-reader.js';
 import { isRowPartition } from '../sort-writer/row-format.js';
 import { summarizeRowPartitionAt } from '../sort-writer/row-reader.js';
-import type { ReadBytes } from '../format/ipc-reader.js';
+import { summarizeIpcStreamAt, type ReadBytes } from '../format/ipc-reader.js';
 import { flag, parseCommandArgs, requiredPositional } from './args.js';
 import { bytes, count, describeSchema, EXIT_OK, throwIfInterrupted, writeJson, writeLine, type CliContext } from './context.js';
-import { codecOfMessage, decodeMessage, FRAME_PEEK, frameOf } from './ipc-frames.js';
 
 const OPTIONS = {
   json: { type: 'boolean' },
@@ -108,25 +106,5 @@ async function summarize(read: ReadBytes, length: number, where: ErrorLocation):
     const rows = await summarizeRowPartitionAt(read, 0, length, where);
     return { writer: 'sort', schema: rows.schema, codec: rows.codec, batches: rows.blocks, rows: rows.rows };
   }
-  const summary: StreamSummary = { writer: 'hash', schema: null, codec: null, batches: 0, rows: 0 };
-  let position = 0;
-  const corrupt = (what: string) =>
-    new ShuffleError('CS_CORRUPT_DATA', `invalid Arrow IPC stream: ${what}`, { ...where, offset: (where.offset ?? 0) + position });
-  while (position < length) {
-    const frame = frameOf(await read(position, Math.min(FRAME_PEEK, length - position)));
-    if (frame.kind === 'end') break;
-    if (frame.kind === 'invalid') throw corrupt(frame.reason);
-    const metadataStart = position + frame.prefixLength;
-    if (metadataStart + frame.metadataLength > length) throw corrupt(`message metadata of ${frame.metadataLength} bytes runs past the end of the stream`);
-    const message = decodeMessage(await read(metadataStart, frame.metadataLength));
-    if (typeof message === 'string') throw corrupt(message);
-    if (message.headerType === MessageHeader.Schema) summary.schema ??= message.header() as Schema;
-    if (message.isRecordBatch()) {
-      summary.batches++;
-      summary.rows += Number(message.header().length);
-      summary.codec ??= codecOfMessage(message);
-    }
-    position = metadataStart + frame.metadataLength + Number(message.bodyLength);
-  }
-  return summary;
+  return { writer: 'hash', ...(await summarizeIpcStreamAt(read, 0, length, where)) };
 }

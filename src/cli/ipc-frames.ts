@@ -1,7 +1,5 @@
 import { Message } from 'apache-arrow/ipc/metadata/message';
-import { CompressionType } from 'apache-arrow/fb/compression-type';
 import { MessageHeader } from 'apache-arrow/enum';
-import type { CodecName } from '../format/codec.js';
 import { metadataCountProblem } from '../format/metadata-counts.js';
 
 /**
@@ -54,14 +52,4 @@ export function decodeMessage(metadata: Uint8Array): Message | string {
   } catch (error) {
     return `unreadable message metadata: ${(error as Error).message}`;
   }
-}
-
-/** The codec a record-batch message's BodyCompression names ('none' without one). */
-export function codecOfMessage(message: Message): CodecName | `unknown (${number})` {
-  if (!message.isRecordBatch()) return 'none';
-  const compression = message.header().compression;
-  if (compression === null) return 'none';
-  if (compression.type === CompressionType.LZ4_FRAME) return 'lz4';
-  if (compression.type === CompressionType.ZSTD) return 'zstd';
-  return `unknown (${Number(compression.type)})`;
 }

@@ -9,6 +9,7 @@ import {
   type RecordBatch as RecordBatchHeader,
 } from 'apache-arrow/ipc/metadata/message';
 import { CompressedVectorLoader, VectorLoader } from 'apache-arrow/visitor/vectorloader';
+import { CompressionType } from 'apache-arrow/fb/compression-type';
 import { ShuffleError, type ErrorLocation } from '../errors.js';
 import { codecByArrowType } from './codec.js';
 import { CONTINUATION_MARKER, padding8, variadicBufferCountsOf, type FieldNodeInfo } from './ipc-message.js';
@@ -276,8 +277,51 @@ export function readIpcSchema(bytes: Uint8Array, where: ErrorLocation = {}): Sch
  */
 export async function readIpcSchemaAt(read: ReadBytes, start: number, length: number, where: ErrorLocation = {}, schemas?: SchemaMessageCache): Promise<Schema> {
   const messages = new RangeMessageCursor(read, start, length, where, schemas);
-  const first = await messages.nextMetadata();
-  return firstSchema(messages, first === null ? null : { ...first, body: new Uint8Array(0), start: 0 });
+  return firstSchema(messages, await messages.skipBody());
+}
+
+/** What the headers of an IPC stream say (summarizeIpcStreamAt). */
+export interface IpcStreamSummary {
+  /** null for a stream that ends before its first message */
+  schema: Schema | null;
+  /** what the first record batch's compression names ('none' without one, `unknown (n)` for a type not known); null without record batches */
+  codec: string | null;
+  /** record batches, and their rows */
+  batches: number;
+  rows: number;
+}
+
+/**
+ * What the headers of the IPC stream of `length` bytes at `start` of a
+ * source say, read a frame and a metadata at a time, bodies unread: with the
+ * framing, metadata and schema checks readIpcStreamAt makes, so a damaged
+ * stream is CS_CORRUPT_DATA in the same words at the same offset. For tools
+ * that report what a partition holds (inspect).
+ */
+export async function summarizeIpcStreamAt(read: ReadBytes, start: number, length: number, where: ErrorLocation = {}): Promise<IpcStreamSummary> {
+  const messages = new RangeMessageCursor(read, start, length, where);
+  const summary: IpcStreamSummary = { schema: null, codec: null, batches: 0, rows: 0 };
+  const first = await messages.skipBody();
+  if (first === null) return summary;
+  summary.schema = firstSchema(messages, first);
+  for (let next = await messages.skipBody(); next !== null; next = await messages.skipBody()) {
+    const type = next.message.headerType;
+    if (type === MessageHeader.RecordBatch) {
+      const header = next.header as RecordBatchHeader;
+      summary.batches++;
+      summary.rows += header.length;
+      summary.codec ??= header.compression === null ? 'none' : codecNameOf(header.compression.type);
+    } else if (type !== MessageHeader.DictionaryBatch) {
+      throw messages.corrupt(`unexpected ${MessageHeader[type] ?? type} message`, next.start);
+    }
+  }
+  return summary;
+}
+
+function codecNameOf(type: CompressionType): string {
+  if (type === CompressionType.LZ4_FRAME) return 'lz4';
+  if (type === CompressionType.ZSTD) return 'zstd';
+  return `unknown (${Number(type)})`;
 }
 
 function firstSchema(messages: StreamCursor, first: RawMessage | null): Schema {
@@ -455,6 +499,16 @@ class RangeMessageCursor extends StreamCursor {
     this.position = bodyStart + bodyLength;
     const body = bodyLength === 0 ? new Uint8Array(0) : await this.read(this.offset + bodyStart, bodyLength);
     return { message, header, body, start, decodedFrom };
+  }
+
+  /** The next message, its body left unread: the position moves past it. */
+  async skipBody(): Promise<RawMessage | null> {
+    const start = this.position;
+    const decoded = await this.nextMetadata();
+    if (decoded === null) return null;
+    const { message, header, decodedFrom, bodyStart, bodyLength } = decoded;
+    this.position = bodyStart + bodyLength;
+    return { message, header, body: new Uint8Array(0), start, decodedFrom };
   }
 
   /** The next message's frame and metadata, read and decoded; its body is not read (the position stays). */
