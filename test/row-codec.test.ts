@@ -11,38 +11,13 @@ import { describe, expect, test } from 'vitest';
 import { Bool, DenseUnion, Dictionary, Field, FixedSizeList, Int16, Int32, Int8, List, makeData, Map_, Null, Schema, SparseUnion, Struct, Utf8, Utf8View, Vector, type RecordBatch } from 'apache-arrow';
 import { ShuffleError } from '../src/errors.js';
 import { RowDecoder } from '../src/sort-writer/row-decoder.js';
-import { RowEncoder } from '../src/sort-writer/row-encoder.js';
 import { rowLayoutOf } from '../src/sort-writer/row-layout.js';
-import { columnLayoutOf } from '../src/writer/column-layout.js';
-import { prepareSourceColumn } from '../src/writer/source-column.js';
 import { batchOf, buildColumn, NO_BITMAP, schemaOf, sequenceColumn, TYPE_CASES } from './support/columns.js';
 import { buildAny, NESTED_KINDS, nestedType, randomType } from './support/nested.js';
 import { Rng } from './support/random.js';
+import { encodeRows } from './support/row-encoding.js';
 import { throughIpc } from './support/random-case.js';
 import { rowsOf } from './support/rows.js';
-
-/** Encodes every row of `batch` back to back (4-aligned) into `page` (default: a fresh one); returns the bytes used. */
-function encodeBatch(batch: RecordBatch, page?: Uint8Array): Uint8Array {
-  const fields = batch.schema.fields;
-  const layout = rowLayoutOf(fields);
-  const encoder = new RowEncoder(layout);
-  const sources = fields.map((f, c) => prepareSourceColumn(batch.data.children[c]!, columnLayoutOf(f)));
-  const n = batch.numRows;
-  const rowBytes = new Uint32Array(n);
-  const total = encoder.measure(sources, n, rowBytes);
-  const target = page ?? new Uint8Array(total);
-  const rowStart = new Uint32Array(n);
-  let at = 0;
-  for (let i = 0; i < n; i++) {
-    rowStart[i] = at;
-    at += (rowBytes[i]! + 3) & ~3;
-  }
-  expect(at).toBe(total);
-  // rows encoded in reverse order: the encoder takes any order of row ids and places each row where rowStart says
-  const ids = Uint32Array.from({ length: n }, (_, i) => n - 1 - i);
-  encoder.encode(sources, ids, 0, n, target, new DataView(target.buffer, target.byteOffset, target.byteLength), rowStart, rowBytes, new Uint32Array(n));
-  return target.subarray(0, total);
-}
 
 function decodeAll(schema: Schema, bytes: Uint8Array, rows: number): RecordBatch[] {
   return new RowDecoder(schema, rowLayoutOf(schema.fields)).decode(bytes, rows, (what) => new ShuffleError('CS_CORRUPT_DATA', what));
@@ -70,7 +45,7 @@ function exampleBatch(): RecordBatch {
 
 describe('the encoder writes the documented bytes', () => {
   test('the worked example of row-layout.ts: (7, "hi", true) and (null, null, false), the second padded to 16 bytes', () => {
-    const bytes = encodeBatch(exampleBatch());
+    const bytes = encodeRows(exampleBatch());
     expect(hex(bytes.subarray(0, 16))).toBe('0c 00 00 00 00 07 00 00 00 02 00 00 00 01 68 69');
     // the null id's value (12345) and the null name's bytes ("xyz") are not stored: zeros and length 0
     expect(hex(bytes.subarray(16))).toBe('0a 00 00 00 03 00 00 00 00 00 00 00 00 00 00 00');
@@ -88,7 +63,7 @@ describe('the encoder writes the documented bytes', () => {
 
   test('null slots and padding are zeros even in a page full of garbage (pages are reused)', () => {
     const page = new Uint8Array(64).fill(0xee);
-    expect(hex(encodeBatch(exampleBatch(), page))).toBe(hex(encodeBatch(exampleBatch())));
+    expect(hex(encodeRows(exampleBatch(), () => page))).toBe(hex(encodeRows(exampleBatch())));
   });
 });
 
@@ -101,7 +76,7 @@ describe('every flat type decodes back to the same rows', () => {
       batchOf(schema, [buildColumn(type, rows, bitmap ? { bitmap: true, nullRate } : NO_BITMAP, rng), sequenceColumn(0, rows), buildColumn(type, rows, { bitmap: true, nullRate: 0.5 }, rng, { longValues: rows < 50 })], rows);
     const batches = [make(200, 0.2), make(100, 0, false), make(300, 1), make(500, 0.3).slice(17, 401), throughIpc(make(250, 0.1)), throughIpc(make(250, 0.1)).slice(3, 200), make(30, 0.1), make(1, 0)];
     for (const batch of batches) {
-      const bytes = encodeBatch(batch);
+      const bytes = encodeRows(batch);
       expect(bytes.byteLength % 4).toBe(0);
       const back = decode(schema, bytes, batch.numRows);
       expect(back.numRows).toBe(batch.numRows);
@@ -147,7 +122,7 @@ function unionExampleBatch(): RecordBatch {
 
 describe('nested and dictionary values: the documented bytes', () => {
   test('the nested worked example of row-layout.ts: a list of strings with a null and a struct with a null field', () => {
-    const bytes = encodeBatch(nestedExampleBatch());
+    const bytes = encodeRows(nestedExampleBatch());
     expect(hex(bytes)).toBe(
       [
         '28 00 00 00', '00', '07 00 00 00', '14 00 00 00', '07 00 00 00',
@@ -163,7 +138,7 @@ describe('nested and dictionary values: the documented bytes', () => {
   });
 
   test('the union and dictionary worked example: a dense union holding a string, a dictionary value stored decoded', () => {
-    const bytes = encodeBatch(unionExampleBatch());
+    const bytes = encodeRows(unionExampleBatch());
     expect(hex(bytes)).toBe('14 00 00 00 00 08 00 00 00 03 00 00 00 05 00 02 00 00 00 68 69 78 79 7a');
     const back = decode(UNION_EXAMPLE, bytes, 1);
     expect(rowsOf(back)).toEqual(rowsOf(unionExampleBatch()));
@@ -184,7 +159,7 @@ describe('nested and dictionary values: the documented bytes', () => {
     const b = makeData({ type: new Bool(), length: 1, nullCount: 1, nullBitmap: Uint8Array.of(0), data: Uint8Array.of(1) });
     const u = makeData({ type: sparse, length: 1, typeIds: Int8Array.of(2), children: [a, b] } as never);
     const batch = batchOf(schema, [f, m, u], 1);
-    const bytes = encodeBatch(batch);
+    const bytes = encodeRows(batch);
     expect(hex(bytes)).toBe(
       [
         '23 00 00 00', '00', '03 00 00 00', '10 00 00 00', '03 00 00 00', // bm, f: 3 B, m: 16 B, u: 3 B
@@ -211,8 +186,8 @@ describe('nested and dictionary columns decode back to the same rows', () => {
         const options = { nullRate, dictionaries };
         let batch = batchOf(schema, [buildAny(type, rows, rng, options), buildColumn(new Int32(), rows, { bitmap: true, nullRate }, rng), buildAny(schema.fields[2]!.type, rows, rng, options)], rows);
         if (rows > 4 && rng.chance(0.5)) batch = batch.slice(rng.int(1, 3), rows - rng.int(0, 2));
-        const clean = encodeBatch(batch);
-        const dirty = encodeBatch(batch, new Uint8Array(clean.byteLength).fill(0xa5));
+        const clean = encodeRows(batch);
+        const dirty = encodeRows(batch, (bytes) => new Uint8Array(bytes).fill(0xa5));
         expect(hex(dirty)).toBe(hex(clean));
         const back = decodeAll(schema, clean, batch.numRows);
         expect(back.flatMap((b) => rowsOf(b))).toEqual(rowsOf(batch));
@@ -244,8 +219,8 @@ describe('the decoder refuses inconsistent nested values', () => {
     expect((error as ShuffleError).code).toBe('CS_CORRUPT_DATA');
     expect((error as ShuffleError).message).toMatch(message);
   }
-  const nested = () => encodeBatch(nestedExampleBatch());
-  const union = () => encodeBatch(unionExampleBatch());
+  const nested = () => encodeRows(nestedExampleBatch());
+  const union = () => encodeRows(unionExampleBatch());
 
   // offsets in the nested example: tags value at 17 (count 17, bitmap 21, slots 22, 26, 30, bytes 34), pt value at 37
   test('a list count that runs past the value', () => expectCorrupt(NESTED_EXAMPLE, nested(), (_, v) => v.setUint32(17, 1000, true), /1000 elements need 4125 bytes of bitmap and slots, the value has 16/));
@@ -288,7 +263,7 @@ describe('the decoder refuses inconsistent nested values', () => {
       const schema = new Schema([new Field('a', type, true), new Field('s', new Utf8(), true)]);
       const rows = rng.int(1, 20);
       const batch = batchOf(schema, [buildAny(type, rows, rng, { nullRate: 0.2 }), buildColumn(new Utf8(), rows, { bitmap: true, nullRate: 0.2 }, rng)], rows);
-      const bytes = encodeBatch(batch);
+      const bytes = encodeRows(batch);
       for (let k = 0; k < 40; k++) {
         const edited = bytes.slice();
         const flips = rng.int(1, 3);
@@ -306,7 +281,7 @@ describe('the decoder refuses inconsistent nested values', () => {
 describe('the decoder refuses inconsistent rows', () => {
   /** The example's two rows with one edit; the decoder must say CS_CORRUPT_DATA matching `message`. */
   function expectCorrupt(edit: (bytes: Uint8Array, view: DataView) => Uint8Array | void, message: RegExp, rows = 2): void {
-    const bytes = encodeBatch(exampleBatch()).slice();
+    const bytes = encodeRows(exampleBatch()).slice();
     const edited = edit(bytes, new DataView(bytes.buffer)) ?? bytes;
     let error: unknown;
     try {
@@ -329,7 +304,7 @@ describe('the decoder refuses inconsistent rows', () => {
   test('a Bool that is neither 0 nor 1', () => expectCorrupt((b) => void (b[13] = 2), /Bool field 2 holds 2/));
   test('a non-null row of a Null column', () => {
     const schema = new Schema([new Field('n', new Null())]);
-    const bytes = encodeBatch(batchOf(schema, [makeData({ type: new Null(), length: 2 })], 2)).slice();
+    const bytes = encodeRows(batchOf(schema, [makeData({ type: new Null(), length: 2 })], 2)).slice();
     expect(hex(bytes)).toBe('01 00 00 00 01 00 00 00 01 00 00 00 01 00 00 00'); // length 1: the bitmap, null bit set; padded to 8
     bytes[8 + 4] = 0;
     expect(() => decode(schema, bytes, 2)).toThrow(/row 1: field 0 is of type Null but its null bit is clear/);

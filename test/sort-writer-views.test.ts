@@ -39,15 +39,13 @@ import type { CodecName } from '../src/format/codec.js';
 import { MemoryPool } from '../src/memory/memory-pool.js';
 import { ShuffleReader } from '../src/reader/shuffle-reader.js';
 import { RowDecoder } from '../src/sort-writer/row-decoder.js';
-import { RowEncoder } from '../src/sort-writer/row-encoder.js';
 import { rowLayoutOf } from '../src/sort-writer/row-layout.js';
 import type { SortShuffleWriterOptions } from '../src/sort-writer/sort-shuffle-writer.js';
-import { columnLayoutOf } from '../src/writer/column-layout.js';
 import type { Partitioning } from '../src/writer/partitioner.js';
-import { prepareSourceColumn } from '../src/writer/source-column.js';
 import type { ShuffleWriteResult } from '../src/writer/writer-options.js';
 import { createShuffleWriter } from '../src/writer-kind.js';
 import { Rng } from './support/random.js';
+import { encodeRows } from './support/row-encoding.js';
 import { ReferencePartitioner } from './support/reference-partitioner.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
 
@@ -575,21 +573,6 @@ describe('decoded view columns', () => {
 
 // ---------------------------------------------------------------------------------------------
 
-/** Every row of `batch` encoded back to back (4-aligned), as the writer's pages hold them. */
-function encodeRows(batch: RecordBatch): Uint8Array {
-  const fields = batch.schema.fields;
-  const encoder = new RowEncoder(rowLayoutOf(fields));
-  const sources = fields.map((f, c) => prepareSourceColumn(batch.data.children[c]!, columnLayoutOf(f)));
-  const n = batch.numRows;
-  const rowBytes = new Uint32Array(n);
-  const total = encoder.measure(sources, n, rowBytes);
-  const page = new Uint8Array(total).fill(0x5a); // pages are reused: every byte of a row must be written
-  const rowStart = new Uint32Array(n);
-  for (let i = 1; i < n; i++) rowStart[i] = rowStart[i - 1]! + ((rowBytes[i - 1]! + 3) & ~3);
-  encoder.encode(sources, Uint32Array.from({ length: n }, (_, i) => i), 0, n, page, new DataView(page.buffer), rowStart, rowBytes, new Uint32Array(n));
-  return page;
-}
-
 describe('the row bytes of a view value', () => {
   test('are those of the same value in Utf8 or Binary, flat and nested; they decode back to view columns', () => {
     const rng = new Rng(5);
@@ -612,7 +595,7 @@ describe('the row bytes of a view value', () => {
       Array.from({ length: n }, () => maybe(rng, () => some(rng, 3, () => text(rng)))),
       Array.from({ length: n }, () => maybe(rng, () => ({ x: bytes(rng) }))),
     ];
-    const encoded = encodeRows(inputOf(views, columns).batch);
+    const encoded = encodeRows(inputOf(views, columns).batch, (bytes) => new Uint8Array(bytes).fill(0x5a)); // pages are reused: every byte of a row must be written
     expect(Buffer.from(encoded).equals(Buffer.from(encodeRows(inputOf(plain, columns).batch)))).toBe(true);
     const decoded = new RowDecoder(views, rowLayoutOf(views.fields)).decode(encoded, n, (what) => new ShuffleError('CS_CORRUPT_DATA', what));
     expect(decoded.flatMap((batch) => rowsOf(batch))).toEqual(rowsOfColumns(columns));
