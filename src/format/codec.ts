@@ -126,9 +126,16 @@ export function codecByName(name: CodecName): Codec | null {
   }
 }
 
-/** The codec an IPC message names in its BodyCompression field. */
-export function codecByArrowType(type: CompressionType): Codec {
+/** The codec an IPC message names in its BodyCompression field, or null for a type this library does not know. */
+export function knownCodecByArrowType(type: CompressionType): Codec | null {
   if (type === CompressionType.LZ4_FRAME) return lz4;
   if (type === CompressionType.ZSTD) return zstdCodec;
-  throw new ShuffleError('CS_UNSUPPORTED_CODEC', `IPC body compression type ${String(type)} is not supported`);
+  return null;
+}
+
+/** The codec an IPC message names in its BodyCompression field; CS_UNSUPPORTED_CODEC for a type not known. */
+export function codecByArrowType(type: CompressionType): Codec {
+  const codec = knownCodecByArrowType(type);
+  if (codec === null) throw new ShuffleError('CS_UNSUPPORTED_CODEC', `IPC body compression type ${String(type)} is not supported`);
+  return codec;
 }

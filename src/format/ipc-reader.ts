@@ -9,9 +9,8 @@ import {
   type RecordBatch as RecordBatchHeader,
 } from 'apache-arrow/ipc/metadata/message';
 import { CompressedVectorLoader, VectorLoader } from 'apache-arrow/visitor/vectorloader';
-import { CompressionType } from 'apache-arrow/fb/compression-type';
 import { ShuffleError, type ErrorLocation } from '../errors.js';
-import { codecByArrowType } from './codec.js';
+import { codecByArrowType, knownCodecByArrowType } from './codec.js';
 import { CONTINUATION_MARKER, padding8, variadicBufferCountsOf, type FieldNodeInfo } from './ipc-message.js';
 import { restoreEmptyFieldNames } from './empty-field-names.js';
 import type { SchemaMessageCache } from './schema-message-cache.js';
@@ -310,18 +309,13 @@ export async function summarizeIpcStreamAt(read: ReadBytes, start: number, lengt
       const header = next.header as RecordBatchHeader;
       summary.batches++;
       summary.rows += header.length;
-      summary.codec ??= header.compression === null ? 'none' : codecNameOf(header.compression.type);
+      const compression = header.compression?.type;
+      summary.codec ??= compression === undefined ? 'none' : (knownCodecByArrowType(compression)?.name ?? `unknown (${Number(compression)})`);
     } else if (type !== MessageHeader.DictionaryBatch) {
       throw messages.corrupt(`unexpected ${MessageHeader[type] ?? type} message`, next.start);
     }
   }
   return summary;
-}
-
-function codecNameOf(type: CompressionType): string {
-  if (type === CompressionType.LZ4_FRAME) return 'lz4';
-  if (type === CompressionType.ZSTD) return 'zstd';
-  return `unknown (${Number(type)})`;
 }
 
 function firstSchema(messages: StreamCursor, first: RawMessage | null): Schema {
@@ -490,36 +484,28 @@ class RangeMessageCursor extends StreamCursor {
     super(length, where, schemas);
   }
 
-  async next(): Promise<RawMessage | null> {
-    const start = this.position;
-    const decoded = await this.nextMetadata();
-    if (decoded === null) return null;
-    const { message, header, decodedFrom, bodyStart, bodyLength } = decoded;
-    if (bodyLength > MAX_BODY_BYTES) throw this.corrupt(`a message body of ${bodyLength} bytes is longer than one buffer can hold`, start);
-    this.position = bodyStart + bodyLength;
-    const body = bodyLength === 0 ? new Uint8Array(0) : await this.read(this.offset + bodyStart, bodyLength);
-    return { message, header, body, start, decodedFrom };
+  next(): Promise<RawMessage | null> {
+    return this.advance(true);
   }
 
-  /** The next message, its body left unread: the position moves past it. */
-  async skipBody(): Promise<RawMessage | null> {
-    const start = this.position;
-    const decoded = await this.nextMetadata();
-    if (decoded === null) return null;
-    const { message, header, decodedFrom, bodyStart, bodyLength } = decoded;
-    this.position = bodyStart + bodyLength;
-    return { message, header, body: new Uint8Array(0), start, decodedFrom };
+  /** The next message with its body left unread (an empty body): for walks of the headers alone. */
+  skipBody(): Promise<RawMessage | null> {
+    return this.advance(false);
   }
 
-  /** The next message's frame and metadata, read and decoded; its body is not read (the position stays). */
-  async nextMetadata(): Promise<DecodedMetadata | null> {
+  private async advance(readBody: boolean): Promise<RawMessage | null> {
     const start = this.position;
     if (start === this.length) return null;
     const head = await this.read(this.offset + start, Math.min(8, this.length - start));
     const frame = this.frame(new DataView(head.buffer, head.byteOffset, head.byteLength), 0, start);
     if (frame === null) return null;
     const { metadataStart, metadataSize } = frame;
-    return this.decode(await this.read(this.offset + metadataStart, metadataSize), start, metadataStart);
+    const metadata = await this.read(this.offset + metadataStart, metadataSize);
+    const { message, header, decodedFrom, bodyStart, bodyLength } = this.decode(metadata, start, metadataStart);
+    if (readBody && bodyLength > MAX_BODY_BYTES) throw this.corrupt(`a message body of ${bodyLength} bytes is longer than one buffer can hold`, start);
+    this.position = bodyStart + bodyLength;
+    const body = !readBody || bodyLength === 0 ? new Uint8Array(0) : await this.read(this.offset + bodyStart, bodyLength);
+    return { message, header, body, start, decodedFrom };
   }
 }
 
