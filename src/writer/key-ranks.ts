@@ -341,8 +341,12 @@ function bucketIndexOf(approximations: Float64Array): BucketIndex | null {
   const max = approximations[end - 1]!;
   if (end < 4 || !Number.isFinite(min) || !(max > min)) return null;
   const buckets = BUCKETS_PER_VALUE * end;
+  // bounds spread wider than a double holds (-1e308 to 1e308) give a scale of 0, bounds within a few subnormals of
+  // each other one of Infinity: either makes some bucket NaN (0 x Infinity), a bound uncounted, a row misplaced
+  const scale = buckets / (max - min);
+  if (!(scale > 0 && scale < Number.POSITIVE_INFINITY)) return null;
   const first = new Int32Array(buckets + 1);
-  const index = new BucketIndex(min, buckets / (max - min), buckets - 1, first);
+  const index = new BucketIndex(min, scale, buckets - 1, first);
   // first[b]: the bounds in buckets below b; those past `end` (NaN, +Infinity) are above every finite value and never counted
   for (let i = 0; i < end; i++) first[index.bucketOf(approximations[i]!) + 1]!++;
   for (let b = 1; b <= buckets; b++) first[b]! += first[b - 1]!;
