@@ -425,4 +425,21 @@ describe('help and version', () => {
     expect(await cli(['help', 'help'])).toEqual({ code: 0, stdout: USAGE, stderr: '' });
     expect(await cli(['help', '--help'])).toEqual({ code: 0, stdout: USAGE, stderr: '' });
   });
+
+  // --help --version was "unknown command '--version'" and --version --help "--version takes no arguments"
+  // (both exit 2): a help asked for wins, in either order, as `write --bogus --help` prints write's help
+  test.each([
+    ['--help', '--version'],
+    ['--version', '--help'],
+    ['-V', '-h'],
+    ['-h', '-V'],
+    ['help', '--version'],
+  ])('%s %s prints the usage (exit 0)', async (first, second) => {
+    expect(await cli([first, second])).toEqual({ code: 0, stdout: USAGE, stderr: '' });
+  });
+
+  test('--version with anything but a help after it is still a usage error', async () => {
+    expect((await cli(['--version', '--help', 'x'])).code).toBe(2);
+    expect((await cli(['--version', 'write'])).code).toBe(2);
+  });
 });

@@ -65,6 +65,8 @@ async function dispatch(argv: string[], ctx: CliContext): Promise<number> {
   }
   if (name === '-h' || name === '--help' || name === 'help') return help(ctx, name, args);
   if (name === '-V' || name === '--version') {
+    // a help asked for wins, as it does after a command (`write --bogus --help`) and before --version (help())
+    if (args.length === 1 && isHelpFlag(args[0]!)) return help(ctx, args[0]!, []);
     // an argument after it was a mistyped command line, not a question: said, not ignored
     if (args.length > 0) throw new UsageError(`${name} takes no arguments, got '${args[0]}'`, null);
     writeLine(ctx.stdout, version());
@@ -82,11 +84,16 @@ async function dispatch(argv: string[], ctx: CliContext): Promise<number> {
   return await run(args, ctx);
 }
 
-/** `help [command]`, `--help [command]`: the usage, or one command's help (help's own, `help help`, is the usage). */
+const isHelpFlag = (arg: string): boolean => arg === '-h' || arg === '--help';
+
+/**
+ * `help [command]`, `--help [command]`: the usage, or one command's help
+ * (help's own, `help help`, is the usage; so is `--help --version`).
+ */
 function help(ctx: CliContext, asked: string, args: readonly string[]): number {
   const [topic, extra] = args;
   if (extra !== undefined) throw new UsageError(`${asked} takes at most one command, got '${topic}' and '${extra}'`, null);
-  if (topic === undefined || topic === 'help' || topic === '-h' || topic === '--help') {
+  if (topic === undefined || topic === 'help' || isHelpFlag(topic) || topic === '-V' || topic === '--version') {
     ctx.stdout.write(USAGE);
     return EXIT_OK;
   }
