@@ -13,6 +13,7 @@ import { Dictionary, Field, Int32, List, makeData, RecordBatch, RecordBatchStrea
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { ShuffleError } from '../src/errors.js';
 import { encodeRecordBatchMessage, encodeSchemaMessage } from '../src/format/ipc-message.js';
+import { readIpcStream } from '../src/format/ipc-reader.js';
 import { openArrowInput } from '../src/cli/input.js';
 import { main } from '../src/cli/main.js';
 import { ShuffleReader } from '../src/reader/shuffle-reader.js';
@@ -187,5 +188,48 @@ describe('dictionary messages', () => {
     })();
     await expect(reading).rejects.toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('unknown dictionary id 99'), where: { file: path, offset: schema.byteLength } });
     await input.close();
+  });
+});
+
+describe("a damaged message in a stream input fails as the shuffle reader's IPC reader fails on it", () => {
+  // the input reader frames messages with readIpcMessageAt, the IPC reader's own checks: the same words at the same offset
+  const TABLE = new Table({ id: vectorFromArray(Int32Array.from({ length: 20 }, (_, i) => i)), s: vectorFromArray(Array.from({ length: 20 }, (_, i) => `v${i}`), new Utf8()) });
+
+  async function inputError(bytes: Uint8Array): Promise<ShuffleError> {
+    const path = join(dir, 'damaged.arrows');
+    await writeFile(path, bytes);
+    const error = await (async () => {
+      const input = await openArrowInput(path);
+      try {
+        for await (const _ of input.batches());
+      } finally {
+        await input.close();
+      }
+    })().then(() => null, (e: unknown) => e);
+    expect(error).toBeInstanceOf(ShuffleError);
+    return error as ShuffleError;
+  }
+
+  async function readerError(bytes: Uint8Array): Promise<ShuffleError> {
+    const error = await (async () => {
+      for await (const _ of readIpcStream(bytes, { file: join(dir, 'damaged.arrows') }));
+    })().then(() => null, (e: unknown) => e);
+    expect(error).toBeInstanceOf(ShuffleError);
+    return error as ShuffleError;
+  }
+
+  const stream = () => tableToIPC(TABLE, 'stream');
+  const batchAt = (bytes: Uint8Array) => 8 + new DataView(bytes.buffer, bytes.byteOffset).getInt32(4, true); // after the schema message
+  test.each([
+    ['a metadata length past the end', (bytes: Uint8Array) => new DataView(bytes.buffer, bytes.byteOffset).setInt32(batchAt(bytes) + 4, 1 << 20, true)],
+    ['a negative metadata length', (bytes: Uint8Array) => new DataView(bytes.buffer, bytes.byteOffset).setInt32(batchAt(bytes) + 4, -8, true)],
+    ['a body cut short', (bytes: Uint8Array) => bytes.subarray(0, bytes.byteLength - 24)],
+    ['metadata of noise', (bytes: Uint8Array) => bytes.fill(0x5a, batchAt(bytes) + 8, batchAt(bytes) + 40)],
+  ] as const)('%s: CS_CORRUPT_DATA in the same words, at the same offset', async (_, damage) => {
+    const bytes = stream();
+    const damaged = damage(bytes) ?? bytes;
+    const [input, reader] = [await inputError(damaged), await readerError(damaged)];
+    expect(input.code).toBe('CS_CORRUPT_DATA');
+    expect({ message: input.message, where: input.where }).toEqual({ message: reader.message, where: reader.where });
   });
 });

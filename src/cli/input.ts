@@ -6,9 +6,8 @@ import type { Message } from 'apache-arrow/ipc/metadata/message';
 import { ioError, ShuffleError } from '../errors.js';
 import { MAX_READ_BYTES, openForReading } from '../reader/byte-source.js';
 import { encodeSchemaMessage } from '../format/ipc-message.js';
-import { readIpcStream } from '../format/ipc-reader.js';
+import { readIpcMessageAt, readIpcStream } from '../format/ipc-reader.js';
 import { footerCountProblem } from '../format/metadata-counts.js';
-import { decodeMessage, FRAME_PEEK, frameOf } from './ipc-frames.js';
 
 /**
  * An Arrow input file, its format told from its bytes (never its extension):
@@ -43,6 +42,8 @@ export interface ArrowInput {
 }
 
 const ARROW_MAGIC = Buffer.from('ARROW1');
+/** How the IPC reader's framing errors start. */
+const INVALID_STREAM = 'invalid Arrow IPC stream: ';
 
 /** Opens an Arrow IPC file or stream: CS_FILE_NOT_FOUND if it is missing, CS_INPUT_NOT_ARROW if it is something else. */
 export async function openArrowInput(path: string, role: 'input' | 'bounds file' = 'input'): Promise<ArrowInput> {
@@ -68,8 +69,6 @@ interface MessageAt {
   start: number;
   end: number;
 }
-
-type ReadResult = MessageAt | { end: 'eos' | 'eof' } | { invalid: string };
 
 class InputFile implements ArrowInput {
   format: InputFormat = 'stream';
@@ -112,15 +111,20 @@ class InputFile implements ArrowInput {
       }
       return;
     }
-    const first = await this.readMessage(0);
-    if (!('message' in first) || first.message.headerType !== MessageHeader.Schema) {
-      if (head.byteLength >= 4 && head.readInt32LE(0) === -1) {
-        // the continuation marker: an IPC stream, but a broken one
-        const why = 'invalid' in first ? first.invalid : 'message' in first ? 'its first message is not a schema' : 'it ends before its schema message';
-        throw this.corrupt(`invalid Arrow IPC stream: ${why}`, 0);
-      }
-      const shown = head.toString('hex').replace(/(..)(?!$)/g, '$1 ');
-      throw this.notArrow(`it starts with bytes ${shown}, neither the Arrow file magic "ARROW1" nor an IPC stream schema message`);
+    // the continuation marker: an IPC stream, a broken one if its schema cannot be read (else, anything at all)
+    const stream = head.byteLength >= 4 && head.readInt32LE(0) === -1;
+    const shown = head.toString('hex').replace(/(..)(?!$)/g, '$1 ');
+    const notArrow = () => this.notArrow(`it starts with bytes ${shown}, neither the Arrow file magic "ARROW1" nor an IPC stream schema message`);
+    let first: MessageAt | null;
+    try {
+      first = await this.readMessage(0);
+    } catch (error) {
+      if (!stream && error instanceof ShuffleError && error.code === 'CS_CORRUPT_DATA' && error.message.startsWith(INVALID_STREAM)) throw notArrow();
+      throw error;
+    }
+    if (first === null || first.message.headerType !== MessageHeader.Schema) {
+      if (!stream) throw notArrow();
+      throw this.corrupt(`${INVALID_STREAM}${first === null ? 'it ends before its schema message' : 'its first message is not a schema'}`, 0);
     }
     this.schema = first.message.header() as Schema;
     this.schemaBytes = await this.readAt(first.start, first.end - first.start);
@@ -159,14 +163,7 @@ class InputFile implements ArrowInput {
   }
 
   private async *streamMessages(): AsyncGenerator<MessageAt> {
-    let position = this.firstMessage;
-    for (;;) {
-      const next = await this.readMessage(position);
-      if ('invalid' in next) throw this.corrupt(`invalid Arrow IPC stream: ${next.invalid}`, position);
-      if (!('message' in next)) return;
-      yield next;
-      position = next.end;
-    }
+    for (let next = await this.readMessage(this.firstMessage); next !== null; next = await this.readMessage(next.end)) yield next;
   }
 
   /** Dictionaries first, then record batches, as the footer lists them. */
@@ -183,10 +180,10 @@ class InputFile implements ArrowInput {
       throw this.corrupt(`unreadable Arrow file footer: ${(cause as Error).message}`, this.size - 10);
     }
     for (const block of blocks) {
+      // Node 20 read a negative position at the descriptor's own, Node 22 throws ERR_OUT_OF_RANGE
+      if (block.offset < 0) throw this.corrupt(`the footer points at no message: message offset ${block.offset} is before the start of the file`, block.offset);
       const next = await this.readMessage(block.offset);
-      if (!('message' in next)) {
-        throw this.corrupt(`the footer points at no message: ${'invalid' in next ? next.invalid : 'end of stream'}`, block.offset);
-      }
+      if (next === null) throw this.corrupt('the footer points at no message: end of stream', block.offset);
       // a record batch block at a dictionary message was taken for a dictionary: its rows were lost, silently
       if (next.message.headerType !== block.kind) {
         throw this.corrupt(`the footer lists a ${MessageHeader[block.kind]} block at a ${MessageHeader[next.message.headerType] ?? next.message.headerType} message`, block.offset);
@@ -216,23 +213,14 @@ class InputFile implements ArrowInput {
     this.totalBatches = this.footer.numRecordBatches;
   }
 
-  /** The message starting at `position`, checked to lie within the file. */
-  private async readMessage(position: number): Promise<ReadResult> {
-    // a footer's offset may be anything: Node 20 read a negative position at the descriptor's own, Node 22 throws ERR_OUT_OF_RANGE
-    if (position < 0) return { invalid: `message offset ${position} is before the start of the file` };
-    if (position >= this.size) return { end: 'eof' };
-    const frame = frameOf(await this.readAt(position, Math.min(FRAME_PEEK, this.size - position)));
-    if (frame.kind === 'end') return { end: 'eos' };
-    if (frame.kind === 'invalid') return { invalid: frame.reason };
-    const metadataStart = position + frame.prefixLength;
-    if (metadataStart + frame.metadataLength > this.size) {
-      return { invalid: `message metadata of ${frame.metadataLength} bytes runs past the end of the file` };
-    }
-    const message = decodeMessage(await this.readAt(metadataStart, frame.metadataLength));
-    if (typeof message === 'string') return { invalid: message };
-    const end = metadataStart + frame.metadataLength + Number(message.bodyLength);
-    if (end > this.size) return { invalid: `message body of ${message.bodyLength} bytes runs past the end of the file` };
-    return { message, start: position, end };
+  /**
+   * The message starting at `position` (its body unread), framed and checked
+   * to lie within the file by the IPC reader; null at an end-of-stream marker
+   * or the end of the file.
+   */
+  private readMessage(position: number): Promise<MessageAt | null> {
+    if (position >= this.size) return Promise.resolve(null);
+    return readIpcMessageAt((offset, length) => this.readAt(offset, length), position, this.size, { file: this.path });
   }
 
   private async readAt(position: number, length: number): Promise<Uint8Array> {

@@ -279,6 +279,18 @@ export async function readIpcSchemaAt(read: ReadBytes, start: number, length: nu
   return firstSchema(messages, await messages.skipBody());
 }
 
+/**
+ * The message at `start` of a source whose messages may run up to `end`,
+ * framed and decoded with the reader's checks (CS_CORRUPT_DATA in the same
+ * words at the same offset as a read), its body unread; null at an
+ * end-of-stream marker. For readers that find messages by offset rather than
+ * in sequence: an Arrow file's footer lists them (src/cli/input.ts).
+ */
+export async function readIpcMessageAt(read: ReadBytes, start: number, end: number, where: ErrorLocation = {}): Promise<{ message: Message; start: number; end: number } | null> {
+  const raw = await new RangeMessageCursor(read, start, end - start, { ...where, offset: (where.offset ?? 0) + start }).skipBody();
+  return raw === null ? null : { message: raw.message, start, end: start + raw.end };
+}
+
 /** What the headers of an IPC stream say (summarizeIpcStreamAt). */
 export interface IpcStreamSummary {
   /** null for a stream that ends before its first message */
@@ -332,6 +344,8 @@ interface RawMessage {
   body: Uint8Array;
   /** offset of the message in the stream */
   start: number;
+  /** offset just past its body */
+  end: number;
   /**
    * The first message: the copy of its metadata it was decoded from, or null
    * when it came from the schema cache (checked when it was decoded); later
@@ -470,7 +484,7 @@ class MessageCursor extends StreamCursor {
     const { metadataStart, metadataSize } = frame;
     const { message, header, decodedFrom, bodyStart, bodyLength } = this.decode(this.bytes.subarray(metadataStart, metadataStart + metadataSize), start, metadataStart);
     this.position = bodyStart + bodyLength;
-    return { message, header, body: this.bytes.subarray(bodyStart, bodyStart + bodyLength), start, decodedFrom };
+    return { message, header, body: this.bytes.subarray(bodyStart, bodyStart + bodyLength), start, end: this.position, decodedFrom };
   }
 }
 
@@ -505,7 +519,7 @@ class RangeMessageCursor extends StreamCursor {
     if (readBody && bodyLength > MAX_BODY_BYTES) throw this.corrupt(`a message body of ${bodyLength} bytes is longer than one buffer can hold`, start);
     this.position = bodyStart + bodyLength;
     const body = !readBody || bodyLength === 0 ? new Uint8Array(0) : await this.read(this.offset + bodyStart, bodyLength);
-    return { message, header, body, start, decodedFrom };
+    return { message, header, body, start, end: this.position, decodedFrom };
   }
 }
 
