@@ -42,7 +42,8 @@ const HELP = `Usage: npm run fuzz -- [options]
 
 Options:
   --runs N          cases to run (default: 10000)
-  --seed N          the run's seed (default: from the clock)
+  --seed N          the run's seed, a 32-bit integer (default: from the clock;
+                    one past 2^31 - 1 runs as its negative 32-bit value)
   --case I          replay case I of the seed alone, printing every read
   --timeout MS      per-read timeout inside a case (default: 5000)
   --watchdog MS     a case taking longer is killed as a hang (default: 60000)
@@ -110,7 +111,8 @@ function caseOf(seed: number, i: number, baseCount: number): FuzzCase {
 }
 
 function replayCommand(seed: number, i: number): string {
-  return `npm run fuzz -- --seed ${seed} --case ${i}`;
+  // `--seed=N`: a seed past 2^31 - 1 runs as its negative 32-bit value, which parseArgs takes for an option after `--seed N`
+  return `npm run fuzz -- --seed=${seed} --case ${i}`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -216,7 +218,7 @@ async function supervise(o: Options): Promise<number> {
     const exit = await new Promise<{ lastStarted: number | null; reason: string | null }>((resolve) => {
       const child = spawn(
         process.execPath,
-        [...process.execArgv, script, '--child', '--seed', String(o.seed), '--runs', String(o.runs), '--from', String(from), '--timeout', String(o.timeout), '--bases', String(o.bases)],
+        [...process.execArgv, script, '--child', `--seed=${o.seed}`, '--runs', String(o.runs), '--from', String(from), '--timeout', String(o.timeout), '--bases', String(o.bases)],
         { stdio: ['ignore', 'pipe', 'inherit'] },
       );
       let current: number | null = null;
