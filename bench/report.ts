@@ -194,7 +194,7 @@ decompression, decoding).
 writer's peak reservation in its memory pool (exact accounting) for the two library writers, and the sampled
 growth of the JS heap once all rows are grouped for the object-row shuffle (its rows are heap objects).
 Without a memory limit the two library writers share one unbounded pool, as map tasks created without a pool
-share the default one: each timed write gets the large buffers the one before it gave back (at most 256 MiB of
+share the default one: each timed write gets the large buffers the one before it gave back (at most 512 MiB of
 them), as one task after another of a job would. Unlike the default pool, it keeps them however long the
 object-row shuffle runs in between (the default lets them go after 2 s with nothing reserved, and the object
 rows' wide and nested rounds take longer). With a limit, the writes of a case share a pool of that limit.

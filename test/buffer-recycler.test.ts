@@ -160,8 +160,9 @@ describe('MemoryPool with idle recycled buffers', () => {
     expect(reclaims).toBe(0);
   });
 
-  test('the idle limit: 256 MiB, at most half the memory limit, or as given', () => {
-    expect(new MemoryPool().recycler.maxIdleBytes).toBe(256 * MiB);
+  test('the idle limit: 512 MiB, at most half the memory limit, or as given', () => {
+    expect(new MemoryPool().recycler.maxIdleBytes).toBe(512 * MiB);
+    expect(new MemoryPool(2048 * MiB).recycler.maxIdleBytes).toBe(512 * MiB);
     expect(new MemoryPool(10 * MiB).recycler.maxIdleBytes).toBe(5 * MiB);
     expect(new MemoryPool(10 * MiB, { maxIdleBytes: 0 }).recycler.maxIdleBytes).toBe(0);
   });

@@ -15,7 +15,7 @@ import { MemoryPool } from './memory-pool.js';
  *
  * It costs nothing to share: the pool has no limit, so writers never ask
  * each other for memory, and each writer's figures (`peakMemoryBytes`) are its
- * own reservation's. Idle buffers are bounded by the recycler's 256 MiB and let
+ * own reservation's. Idle buffers are bounded by the recycler's 512 MiB and let
  * go 2 s after the last writer released its memory.
  */
 export function defaultMemoryPool(): MemoryPool {

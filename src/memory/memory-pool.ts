@@ -55,7 +55,7 @@ export class MemoryPool {
   private idleTimer: NodeJS.Timeout | null = null;
 
   /**
-   * `maxIdleBytes`: the most the recycler keeps idle (default: 256 MiB, at most half the limit).
+   * `maxIdleBytes`: the most the recycler keeps idle (default: 512 MiB, at most half the limit).
    * `releaseIdleAfterMs`: idle buffers are let go once nothing has been reserved for this long
    * (default 2 s; Infinity keeps them), so a pool no task uses holds no memory: the next task
    * on a busy pool gets warm buffers, a process that stopped shuffling gets its memory back.
@@ -303,13 +303,19 @@ export class MemoryReservation {
 }
 
 /**
- * The most an unbounded pool's recycler keeps idle: what one writer holds at its
- * peak in the benchmark's cases (156 MiB for wide rows at P = 200), so the next
- * task of the process finds all of it warm. With 64 MiB, wide rows at P = 200
- * wrote 1.6x slower (most payload arenas were fresh memory). A pool nobody uses
- * lets them go after `releaseIdleAfterMs`.
+ * The most an unbounded pool's recycler keeps idle: more than one writer holds
+ * at its peak in the benchmark's cases (156 MiB for wide rows at P = 200, 270-287
+ * MiB at P = 1000 and up), so the next task of the process finds all of it warm.
+ * With 64 MiB, wide rows at P = 200 wrote 1.6x slower (most payload arenas were
+ * fresh memory); with 256 MiB, writes at P = 1000 and up got a tenth to a half
+ * of their buffers fresh: wide rows at P = 1000 took 2,452 ms against 1,686
+ * with 512 MiB (CPU 1,615 against 1,251), nested at P = 1000 1,808 against
+ * 1,525, narrow at P = 4000 2,019 against 1,894 (medians of 6-8 writes
+ * alternating between two pools in one process). It bounds what a busy pool
+ * keeps of lengths nobody asks for any more; a pool nobody uses lets them go
+ * after `releaseIdleAfterMs`.
  */
-const DEFAULT_MAX_IDLE_BYTES = 256 * 1024 * 1024;
+const DEFAULT_MAX_IDLE_BYTES = 512 * 1024 * 1024;
 /** How long a pool with nothing reserved keeps its idle buffers. */
 const DEFAULT_RELEASE_IDLE_AFTER_MS = 2000;
 /** The longest delay setTimeout takes (a longer one fires after 1 ms). */
