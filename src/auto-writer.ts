@@ -1,6 +1,6 @@
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { ShuffleError } from './errors.js';
-import { SortShuffleWriter, type SortShuffleWriterOptions } from './sort-writer/sort-shuffle-writer.js';
+import { SortShuffleWriter, validateSortOptions, type SortShuffleWriterOptions } from './sort-writer/sort-shuffle-writer.js';
 import { assertInputBatch } from './writer/input-batch.js';
 import { ShuffleWriter } from './writer/shuffle-writer.js';
 import { OneCallAtATime, writerAborted, type WriterState } from './writer/writer-calls.js';
@@ -97,6 +97,8 @@ export class AutoShuffleWriter implements AnyShuffleWriter {
   }
 
   static async create(options: SortShuffleWriterOptions): Promise<AutoShuffleWriter> {
+    // the sort writer's options too, at once: checked only at a hand-over, whether a task failed depended on its memory
+    validateSortOptions(options);
     const kind = chooseWriter(options.numPartitions, null);
     const writer = kind === 'sort' ? await SortShuffleWriter.create(options) : await ShuffleWriter.create(options);
     return new AutoShuffleWriter(options, writer, kind);

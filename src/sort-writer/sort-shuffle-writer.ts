@@ -622,7 +622,8 @@ function clampKiB(bytes: number, minKiB: number, maxKiB: number): number {
   return Math.min(maxKiB, Math.max(minKiB, Math.floor(bytes / 1024))) * 1024;
 }
 
-function validateSortOptions(options: SortShuffleWriterOptions): void {
+/** The sort writer's own options (`auto` checks them when it is created, before it knows which writer it will use). */
+export function validateSortOptions(options: SortShuffleWriterOptions): void {
   // numPartitions is at most MAX_NUM_PARTITIONS (validateOptions), the 24-bit partition ids of the packed pointers
   const size = (name: string, value: number | undefined, max: number) => {
     if (value !== undefined && !(Number.isInteger(value) && value % 4 === 0 && value >= 64 && value <= max)) {
