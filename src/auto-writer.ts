@@ -11,7 +11,7 @@ import type { AnyShuffleWriter, WriterKind } from './writer-kind.js';
  * From this many partitions on, `auto` picks the sort writer at once: Gluten's
  * spark.gluten.sql.columnar.shuffle.sort.partitions.threshold. Here the sort
  * writer overtook the columnar one end to end at about 1,100-3,820 partitions
- * on narrow and nested rows and 260-570 on wide ones, in thirty-one runs
+ * on narrow and nested rows and 260-570 on wide ones, in thirty-two runs
  * (bench/RESULTS.md); Gluten's figure is kept as the conservative choice.
  */
 export const SORT_PARTITIONS_THRESHOLD = 4000;
@@ -42,7 +42,10 @@ export const SORT_PARTITIONS_THRESHOLD = 4000;
  * in the run after the streamed reads (2026-12-07) the two were level at both
  * (1.70 against 1.75, 0.29 and 0.29) and it trailed 1.2x to 3.4x under 32; in
  * the run after the schema message cache (2026-12-07) it led at both (1.91
- * against 1.78, 0.40 against 0.35) and trailed 1.2x to 3.6x under 32.
+ * against 1.78, 0.40 against 0.35) and trailed 1.2x to 3.6x under 32; in the
+ * run after the 512 MiB idle pool (2026-12-07) it was level on narrow rows
+ * (1.70 against 1.71), led on nested (0.43 against 0.37) and trailed 1.3x to
+ * 3.1x under 32.
  */
 export const MIN_HASH_BUFFER_ROWS = 32;
 
