@@ -14,6 +14,7 @@ import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { ShuffleError } from '../src/errors.js';
 import { DataFileWriter } from '../src/format/output-files.js';
 import { writeChunks } from '../src/format/write-chunks.js';
+import { commitOnePartition } from './support/one-partition-output.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
 
 vi.mock('../src/format/write-chunks.js', async (importOriginal) => {
@@ -158,13 +159,7 @@ test('abort waits for the write on its way before it closes the file, then remov
 
 describe('an overwrite whose commit fails leaves the older output as it was (its index used to be removed first)', () => {
   /** A committed output of one partition holding `bytes`. */
-  async function commitOutput(bytes: Uint8Array, overwrite: boolean): Promise<void> {
-    const writer = await DataFileWriter.create(join(dir, 'out'), overwrite);
-    writer.beginPartition(0);
-    await writer.append(bytes);
-    writer.endPartition();
-    await writer.commit();
-  }
+  const commitOutput = (bytes: Uint8Array, overwrite: boolean) => commitOnePartition(join(dir, 'out'), bytes, overwrite);
 
   const files = async () => Object.fromEntries(await Promise.all((await readdir(dir)).sort().map(async (name) => [name, Buffer.from(await readFile(join(dir, name))).toString('hex')])));
 

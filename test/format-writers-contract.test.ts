@@ -44,6 +44,7 @@ import { encodeRecordBatchHeader, encodeRecordBatchMessage, encodeRecordBatchPay
 import { metadataCountProblem } from '../src/format/metadata-counts.js';
 import { crc32cOf, DataFileWriter, encodeChecksums, encodeIndex, writesPartition } from '../src/format/output-files.js';
 import { writeChunks } from '../src/format/write-chunks.js';
+import { commitOnePartition } from './support/one-partition-output.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
 
 // rename and unlink pass through unless a test says otherwise (recording the commit's renames, a file that will not go)
@@ -304,13 +305,7 @@ describe('index and checksum files', () => {
 const FINAL = new Set(['out.data', 'out.index', 'out.checksum.CRC32C']);
 const TEMP = /^out\.(?:data|index|checksum\.CRC32C)\.[0-9a-f]{12}\.tmp$/;
 
-async function commitOutput(bytes: Uint8Array, overwrite: boolean): Promise<void> {
-  const writer = await DataFileWriter.create(join(dir, 'out'), overwrite);
-  writer.beginPartition(0);
-  await writer.append(bytes);
-  writer.endPartition();
-  await writer.commit();
-}
+const commitOutput = (bytes: Uint8Array, overwrite: boolean) => commitOnePartition(join(dir, 'out'), bytes, overwrite);
 
 /** Records the commit's renames as [from, to] base names, and every name in the directory before each. */
 function recordRenames(): { renames: [string, string][]; seen: Set<string> } {
