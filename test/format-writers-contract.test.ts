@@ -23,7 +23,7 @@
  * independent table-driven CRC32C checked first against the standard check value.
  */
 import { lstat, mkdir, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { FileHandle } from 'node:fs/promises';
 import { Field, Int32, Schema, Struct, Utf8 } from 'apache-arrow';
 import { MessageHeader, MetadataVersion } from 'apache-arrow/enum';
@@ -353,6 +353,26 @@ describe('the commit', () => {
     expect(renames.filter(([from]) => asideNames.has(from)).map(([, to]) => to)).toEqual(['out.checksum.CRC32C', 'out.data', 'out.index']);
     expect((await readdir(dir)).sort()).toEqual([...FINAL].sort());
     expect(hex(await readFile(join(dir, 'out.data')))).toBe('01');
+  });
+
+  test("an overwrite that fails, and whose old index cannot be put back either, says where the old index is (its error named only the first failure)", async () => {
+    await commitOutput(Uint8Array.of(1), false);
+    const { renames } = recordRenames();
+    const recording = vi.mocked(fsp.rename).getMockImplementation()!;
+    let failed = false; // the new checksum's rename into place fails once, and so does every rename back to out.index
+    vi.mocked(fsp.rename).mockImplementation(async (from, to) => {
+      if (!failed && String(to).endsWith('out.checksum.CRC32C') && (failed = true)) throw Object.assign(new Error('EIO: i/o error, rename'), { code: 'EIO' });
+      if (failed && String(to).endsWith('out.index')) throw Object.assign(new Error('EIO: i/o error, rename'), { code: 'EIO' });
+      return recording(from, to);
+    });
+    const error = (await commitOutput(Uint8Array.of(2, 2), true).catch((e: unknown) => e)) as ShuffleError;
+    const oldIndex = join(dir, renames.find(([from]) => from === 'out.index')![1]);
+    expect(error).toBeInstanceOf(ShuffleError);
+    expect(error.code).toBe('CS_IO');
+    expect(error.message).toMatch(/^cannot commit the shuffle output: EIO/);
+    expect(error.message).toContain(`could not be put back either: its files are still at ${oldIndex} (rename them back by hand`);
+    expect(hex(await readFile(oldIndex))).toBe(hex(concat([0n, 1n].map(i64be)))); // the old output's index, one partition of 1 byte
+    expect((await readdir(dir)).sort()).toEqual(['out.checksum.CRC32C', 'out.data', basename(oldIndex)].sort());
   });
 
   test('a first commit whose index rename fails leaves no file at all: no final name without an index', async () => {

@@ -269,8 +269,9 @@ export class DataFileWriter {
       // a file that cannot be removed must not hide why the commit failed: it is a leftover for removeLeftovers
       await Promise.all(placed.map((path) => rm(path, { force: true }).catch(() => undefined)));
       // back in the reverse order: the index, the commit marker, last
-      for (const [path, movedTo] of aside.reverse()) await rename(movedTo, path).catch(() => undefined);
-      throw error;
+      const stranded: string[] = [];
+      for (const [path, movedTo] of aside.reverse()) await rename(movedTo, path).catch(() => stranded.push(movedTo));
+      throw stranded.length === 0 ? error : withStranded(error, stranded);
     }
     // committed: a file aside that cannot be removed is a leftover for removeLeftovers, not a failure
     await Promise.all(aside.map(([, movedTo]) => rm(movedTo, { force: true }).catch(() => undefined)));
@@ -295,6 +296,18 @@ export class DataFileWriter {
     await handle?.close().catch(() => undefined);
     await runEveryStep(Object.values(this.temp).map((path: string) => () => removeFile(path, 'a temporary output file')));
   }
+}
+
+/**
+ * A failed commit's error, saying where the files of the output it was
+ * replacing are when putting them back failed too (a second failed rename):
+ * under temporary names, which removeLeftovers would remove.
+ */
+function withStranded(error: unknown, stranded: readonly string[]): unknown {
+  if (!(error instanceof ShuffleError)) return error;
+  const told = new ShuffleError(error.code, '', error.where, { cause: error.cause });
+  told.message = `${error.message}; the output it was replacing could not be put back either: its files are still at ${stranded.join(', ')} (rename them back by hand; removeLeftovers would remove them)`;
+  return told;
 }
 
 /** The commits running in this process, by index path: two writers of one prefix commit one after the other, never interleaved. */
