@@ -6,7 +6,7 @@ import type { Message } from 'apache-arrow/ipc/metadata/message';
 import { ioError, ShuffleError } from '../errors.js';
 import { MAX_READ_BYTES, openForReading } from '../reader/byte-source.js';
 import { encodeSchemaMessage } from '../format/ipc-message.js';
-import { readIpcMessageAt, readIpcStream } from '../format/ipc-reader.js';
+import { INVALID_IPC_STREAM, readIpcMessageAt, readIpcStream } from '../format/ipc-reader.js';
 import { footerCountProblem } from '../format/metadata-counts.js';
 
 /**
@@ -42,8 +42,6 @@ export interface ArrowInput {
 }
 
 const ARROW_MAGIC = Buffer.from('ARROW1');
-/** How the IPC reader's framing errors start. */
-const INVALID_STREAM = 'invalid Arrow IPC stream: ';
 
 /** Opens an Arrow IPC file or stream: CS_FILE_NOT_FOUND if it is missing, CS_INPUT_NOT_ARROW if it is something else. */
 export async function openArrowInput(path: string, role: 'input' | 'bounds file' = 'input'): Promise<ArrowInput> {
@@ -119,12 +117,12 @@ class InputFile implements ArrowInput {
     try {
       first = await this.readMessage(0);
     } catch (error) {
-      if (!stream && error instanceof ShuffleError && error.code === 'CS_CORRUPT_DATA' && error.message.startsWith(INVALID_STREAM)) throw notArrow();
+      if (!stream && error instanceof ShuffleError && error.code === 'CS_CORRUPT_DATA' && error.message.startsWith(INVALID_IPC_STREAM)) throw notArrow();
       throw error;
     }
     if (first === null || first.message.headerType !== MessageHeader.Schema) {
       if (!stream) throw notArrow();
-      throw this.corrupt(`${INVALID_STREAM}${first === null ? 'it ends before its schema message' : 'its first message is not a schema'}`, 0);
+      throw this.corrupt(`${INVALID_IPC_STREAM}${first === null ? 'it ends before its schema message' : 'its first message is not a schema'}`, 0);
     }
     this.schema = first.message.header() as Schema;
     this.schemaBytes = await this.readAt(first.start, first.end - first.start);
@@ -220,7 +218,7 @@ class InputFile implements ArrowInput {
    */
   private readMessage(position: number): Promise<MessageAt | null> {
     if (position >= this.size) return Promise.resolve(null);
-    return readIpcMessageAt((offset, length) => this.readAt(offset, length), position, this.size, { file: this.path });
+    return readIpcMessageAt((offset, length) => this.readAt(offset, length), position, this.size, { file: this.path, offset: position });
   }
 
   private async readAt(position: number, length: number): Promise<Uint8Array> {

@@ -57,6 +57,9 @@ export async function* readIpcStreamAt(
 /** Reads `length` bytes at `offset` (of a file, or another source) into memory of their own, 8-aligned. */
 export type ReadBytes = (offset: number, length: number) => Promise<Uint8Array>;
 
+/** How every CS_CORRUPT_DATA of a stream's framing, metadata or contents begins. */
+export const INVALID_IPC_STREAM = 'invalid Arrow IPC stream: ';
+
 async function* readMessages(messages: StreamCursor, options: IpcReadOptions): AsyncGenerator<RecordBatch> {
   const maxBufferBytes = maxBufferBytesOf(options.maxBufferBytes);
   const borrowed = options.borrowed ?? false;
@@ -280,15 +283,17 @@ export async function readIpcSchemaAt(read: ReadBytes, start: number, length: nu
 }
 
 /**
- * The message at `start` of a source whose messages may run up to `end`,
- * framed and decoded with the reader's checks (CS_CORRUPT_DATA in the same
- * words at the same offset as a read), its body unread; null at an
- * end-of-stream marker. For readers that find messages by offset rather than
- * in sequence: an Arrow file's footer lists them (src/cli/input.ts).
+ * The message at `start` of a source whose messages may run up to `end`
+ * (`where.offset`: the file offset of `start`), framed and decoded with the
+ * reader's checks (CS_CORRUPT_DATA in the same words at the same offset as a
+ * read), its body unread; null at an end-of-stream marker. For readers that
+ * find messages by offset rather than in sequence: an Arrow file's footer
+ * lists them (src/cli/input.ts).
  */
 export async function readIpcMessageAt(read: ReadBytes, start: number, end: number, where: ErrorLocation = {}): Promise<{ message: Message; start: number; end: number } | null> {
-  const raw = await new RangeMessageCursor(read, start, end - start, { ...where, offset: (where.offset ?? 0) + start }).skipBody();
-  return raw === null ? null : { message: raw.message, start, end: start + raw.end };
+  const messages = new RangeMessageCursor(read, start, end - start, where);
+  const raw = await messages.skipBody();
+  return raw === null ? null : { message: raw.message, start, end: start + messages.nextStart };
 }
 
 /** What the headers of an IPC stream say (summarizeIpcStreamAt). */
@@ -344,8 +349,6 @@ interface RawMessage {
   body: Uint8Array;
   /** offset of the message in the stream */
   start: number;
-  /** offset just past its body */
-  end: number;
   /**
    * The first message: the copy of its metadata it was decoded from, or null
    * when it came from the schema cache (checked when it was decoded); later
@@ -464,7 +467,7 @@ abstract class StreamCursor {
 
   corrupt(what: string, offsetInStream: number, cause?: unknown): ShuffleError {
     const where = { ...this.where, offset: (this.where.offset ?? 0) + offsetInStream };
-    return new ShuffleError('CS_CORRUPT_DATA', `invalid Arrow IPC stream: ${what}`, where, { cause });
+    return new ShuffleError('CS_CORRUPT_DATA', `${INVALID_IPC_STREAM}${what}`, where, { cause });
   }
 }
 
@@ -484,7 +487,7 @@ class MessageCursor extends StreamCursor {
     const { metadataStart, metadataSize } = frame;
     const { message, header, decodedFrom, bodyStart, bodyLength } = this.decode(this.bytes.subarray(metadataStart, metadataStart + metadataSize), start, metadataStart);
     this.position = bodyStart + bodyLength;
-    return { message, header, body: this.bytes.subarray(bodyStart, bodyStart + bodyLength), start, end: this.position, decodedFrom };
+    return { message, header, body: this.bytes.subarray(bodyStart, bodyStart + bodyLength), start, decodedFrom };
   }
 }
 
@@ -500,6 +503,11 @@ class RangeMessageCursor extends StreamCursor {
 
   next(): Promise<RawMessage | null> {
     return this.advance(true);
+  }
+
+  /** Where the next message starts: just past the body of the last one walked. */
+  get nextStart(): number {
+    return this.position;
   }
 
   /** The next message with its body left unread (an empty body): for walks of the headers alone. */
@@ -519,7 +527,7 @@ class RangeMessageCursor extends StreamCursor {
     if (readBody && bodyLength > MAX_BODY_BYTES) throw this.corrupt(`a message body of ${bodyLength} bytes is longer than one buffer can hold`, start);
     this.position = bodyStart + bodyLength;
     const body = !readBody || bodyLength === 0 ? new Uint8Array(0) : await this.read(this.offset + bodyStart, bodyLength);
-    return { message, header, body, start, end: this.position, decodedFrom };
+    return { message, header, body, start, decodedFrom };
   }
 }
 
