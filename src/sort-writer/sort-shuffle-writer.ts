@@ -8,15 +8,15 @@ import { assertDirectory, DataFileWriter } from '../format/output-files.js';
 import type { MemoryPool, MemoryReservation, Reclaimable } from '../memory/memory-pool.js';
 import { defaultMemoryPool } from '../memory/default-pool.js';
 import { MERGE_WINDOW_SHARE, mergeBufferBytes, reserveMergeWindows, SpillFile, windowsWanted } from '../spill/spill-file.js';
-import { columnIndex } from '../writer/column-index.js';
 import { collectWritableDictionaries } from '../writer/dictionary-indices.js';
-import { assertWritableSchema, assertInputBatch } from '../writer/input-batch.js';
+import { assertInputBatch } from '../writer/input-batch.js';
 import { OneCallAtATime, writerAborted, type WriterState } from '../writer/writer-calls.js';
 import { createPartitioner, type Partitioner } from '../writer/partitioner.js';
 import { PartitionRows } from '../writer/partition-rows.js';
-import { describeSchema, sameSchema, schemaDifference } from '../writer/same-schema.js';
+import { checkInputSchema, type OutputColumns } from '../writer/output-columns.js';
+import { assertBatchSchema } from '../writer/same-schema.js';
 import { prepareSourceColumn } from '../writer/source-column.js';
-import { columnLayoutOf, type ColumnLayout } from '../writer/column-layout.js';
+import type { ColumnLayout } from '../writer/column-layout.js';
 import {
   DEFAULT_COMPRESSION_MIN_ROWS,
   DEFAULT_MAX_BATCH_ROWS,
@@ -29,7 +29,7 @@ import { align4 } from './copy-bytes.js';
 import { MAX_PAGE_OFFSET, packHi, packLo, POINTER_SLOT_BYTES, PointerArray } from './packed-pointer.js';
 import { RowEncoder } from './row-encoder.js';
 import { encodeRowPartitionHeader } from './row-format.js';
-import { rowLayoutOf } from './row-layout.js';
+import { rowLayoutOf, type RowLayout } from './row-layout.js';
 import { RowPartitionMerger } from './row-merge.js';
 import { RowPages } from './row-pages.js';
 
@@ -209,9 +209,7 @@ export class SortShuffleWriter implements Reclaimable {
     assertInputBatch(batch, 'write');
     if (this.inputSchema === null) this.bindSchema(batch.schema);
     else if (batch.schema !== this.lastCheckedSchema) {
-      if (!sameSchema(this.inputSchema, batch.schema)) {
-        throw new ShuffleError('CS_SCHEMA_MISMATCH', `batch ${this.totalBatches} has schema ${describeSchema(batch.schema)}, expected ${describeSchema(this.inputSchema)}: ${schemaDifference(this.inputSchema, batch.schema)}`);
-      }
+      assertBatchSchema(this.inputSchema, batch.schema, this.totalBatches);
       this.lastCheckedSchema = batch.schema;
     }
     this.writing = true;
@@ -603,17 +601,15 @@ export class SortShuffleWriter implements Reclaimable {
   }
 
   private bindSchema(schema: Schema): void {
-    checkSchema(schema, this.options);
-    const pidColumn = this.options.partitioning.kind === 'partition-id' ? columnIndex(schema, this.options.partitioning.column) : -1;
-    this.outputColumns = schema.fields.map((_, i) => i).filter((i) => i !== pidColumn);
-    const outputFields = this.outputColumns.map((i) => schema.fields[i]!);
-    this.layouts = outputFields.map((field) => columnLayoutOf(field));
-    this.encoder = new RowEncoder(rowLayoutOf(outputFields));
+    const output = checkSchema(schema, this.options);
+    this.outputColumns = output.inputIndices;
+    this.layouts = output.layouts;
+    this.encoder = new RowEncoder(output.rowLayout);
     this.partitioner = createPartitioner(this.options.partitioning, schema, this.numPartitions, this.options.mapId ?? 0);
     this.inputSchema = schema;
     this.lastCheckedSchema = schema;
-    this.outputSchema = pidColumn < 0 ? schema : new Schema(outputFields, schema.metadata);
-    this.header = encodeRowPartitionHeader(this.outputSchema, this.codecName);
+    this.outputSchema = output.schema;
+    this.header = encodeRowPartitionHeader(output.schema, this.codecName);
   }
 }
 
@@ -634,12 +630,9 @@ export function validateSortOptions(options: SortShuffleWriterOptions): void {
   size('blockBytes', options.blockBytes, 1 << 30);
 }
 
-/** Everything about a schema that can be refused before any data is touched. */
-function checkSchema(schema: Schema, options: Pick<ShuffleWriterOptions, 'partitioning' | 'numPartitions'>): void {
-  if (schema.fields.length === 0) throw new ShuffleError('CS_INVALID_ARGUMENT', 'the input has no columns (an empty schema)');
-  assertWritableSchema(schema);
-  const pidColumn = options.partitioning.kind === 'partition-id' ? columnIndex(schema, options.partitioning.column) : -1;
-  rowLayoutOf(schema.fields.filter((_, i) => i !== pidColumn));
-  createPartitioner(options.partitioning, schema, options.numPartitions, 0);
+/** Everything about a schema that can be refused before any data is touched: the columnar writer's checks, and the row layout. */
+function checkSchema(schema: Schema, options: Pick<ShuffleWriterOptions, 'partitioning' | 'numPartitions'>): OutputColumns & { rowLayout: RowLayout } {
+  const output = checkInputSchema(schema, options);
+  return { ...output, rowLayout: rowLayoutOf(output.schema.fields) };
 }
 

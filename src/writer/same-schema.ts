@@ -1,4 +1,5 @@
 import { Type, type DataType, type Decimal, type Dictionary, type Field, type Schema } from 'apache-arrow';
+import { ShuffleError } from '../errors.js';
 
 /**
  * Whether two schemas describe the same columns: names, nullability and types.
@@ -9,6 +10,15 @@ import { Type, type DataType, type Decimal, type Dictionary, type Field, type Sc
  */
 export function sameSchema(a: Schema, b: Schema): boolean {
   return a === b || schemaDifference(a, b) === null;
+}
+
+/**
+ * CS_SCHEMA_MISMATCH when the batch numbered `batch` (from 0) has a schema
+ * other than the writer's input schema (`expected`), saying what differs.
+ */
+export function assertBatchSchema(expected: Schema, got: Schema, batch: number): void {
+  if (sameSchema(expected, got)) return;
+  throw new ShuffleError('CS_SCHEMA_MISMATCH', `batch ${batch} has schema ${describeSchema(got)}, expected ${describeSchema(expected)}: ${schemaDifference(expected, got)}`);
 }
 
 /**

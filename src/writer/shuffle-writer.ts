@@ -25,16 +25,16 @@ import { binarySlackBytes, chunkRows, keepsSize, partitionBufferRows, targetCapa
 import { appendAccounted, onePartition } from './append-rows.js';
 import { BufferGrowth, nestedBytes } from './buffer-growth.js';
 import { binaryDataFits, ColumnBuffer, hasData, hasValidity } from './column-buffer.js';
-import { childLayouts, columnLayoutOf, dictionaryLayouts, fixedBytesPerRow, type ColumnLayout } from './column-layout.js';
+import { childLayouts, dictionaryLayouts, fixedBytesPerRow, type ColumnLayout } from './column-layout.js';
 import { DictionaryTracker } from './dictionary-tracker.js';
 import { batchBufferBytes, InputStaging, MAX_STAGING_BYTES, MAX_STAGING_SHARE, MIN_STAGED_BATCHES, stagingTargetRows } from './input-staging.js';
-import { columnIndex } from './column-index.js';
 import { collectWritableDictionaries } from './dictionary-indices.js';
-import { assertWritableSchema, assertInputBatch } from './input-batch.js';
+import { assertInputBatch } from './input-batch.js';
+import { checkInputSchema } from './output-columns.js';
 import { OneCallAtATime, writerAborted, type WriterState } from './writer-calls.js';
 import { createPartitioner, type Partitioner } from './partitioner.js';
 import { PartitionRows } from './partition-rows.js';
-import { describeSchema, sameSchema, schemaDifference } from './same-schema.js';
+import { assertBatchSchema } from './same-schema.js';
 import { prepareSourceColumn, type SourceColumn } from './source-column.js';
 import { dataBytesOf } from './split-binary.js';
 import { splitPlanned, splitRange } from './split-column.js';
@@ -233,7 +233,7 @@ export class ShuffleWriter implements Reclaimable {
   static async create(options: ShuffleWriterOptions): Promise<ShuffleWriter> {
     validateOptions(options);
     codecByName(options.codec ?? 'lz4');
-    if (options.schema) bindSchemaChecks(options.schema, options);
+    if (options.schema) checkInputSchema(options.schema, options);
     if (options.spillDir !== undefined) await assertDirectory(options.spillDir, 'spill');
     const output = await DataFileWriter.create(options.outputPrefix, options.overwrite ?? false);
     const writer = new ShuffleWriter(options, output);
@@ -306,9 +306,7 @@ export class ShuffleWriter implements Reclaimable {
     if (this.inputSchema === null) this.bindSchema(batch.schema);
     else if (batch.schema !== this.lastCheckedSchema) {
       // comparing schemas is slow; producers usually hand over the same Schema object every time
-      if (!sameSchema(this.inputSchema, batch.schema)) {
-        throw new ShuffleError('CS_SCHEMA_MISMATCH', `batch ${this.totalBatches} has schema ${describeSchema(batch.schema)}, expected ${describeSchema(this.inputSchema)}: ${schemaDifference(this.inputSchema, batch.schema)}`);
-      }
+      assertBatchSchema(this.inputSchema, batch.schema, this.totalBatches);
       this.lastCheckedSchema = batch.schema;
     }
   }
@@ -615,10 +613,9 @@ export class ShuffleWriter implements Reclaimable {
   }
 
   private bindSchema(schema: Schema): void {
-    bindSchemaChecks(schema, this.options);
-    const pidColumn = this.options.partitioning.kind === 'partition-id' ? columnIndex(schema, this.options.partitioning.column) : -1;
-    this.outputColumns = schema.fields.map((_, i) => i).filter((i) => i !== pidColumn);
-    this.layouts = this.outputColumns.map((i) => columnLayoutOf(schema.fields[i]!));
+    const output = checkInputSchema(schema, this.options);
+    this.outputColumns = output.inputIndices;
+    this.layouts = output.layouts;
     this.binaryBytesSeen = this.outputColumns.map(() => 0);
     this.nestedBytesSeen = this.outputColumns.map(() => 0);
     this.flatRows = this.layouts.every((layout) => childLayouts(layout).length === 0);
@@ -631,7 +628,7 @@ export class ShuffleWriter implements Reclaimable {
     this.partitioner = createPartitioner(this.options.partitioning, schema, this.options.numPartitions, this.options.mapId);
     this.inputSchema = schema;
     this.lastCheckedSchema = schema;
-    this.outputSchema = pidColumn < 0 ? schema : new Schema(this.outputColumns.map((i) => schema.fields[i]!), schema.metadata);
+    this.outputSchema = output.schema;
   }
 
   /**
@@ -1165,17 +1162,6 @@ function fitsAsItIs(buffer: PartitionBuffer, plans: readonly SplitPlan[], p: num
 function binaryBytes(src: SourceColumn, rows: number): number {
   if (src.layout.kind === 'view') return viewBytes(src, rows);
   return src.offsets![rows * src.offsetStride]! - src.offsets![0]!;
-}
-
-/** Everything about a schema that can be refused before any data is touched. */
-function bindSchemaChecks(schema: Schema, options: Pick<ShuffleWriterOptions, 'partitioning' | 'numPartitions'>): void {
-  const pidColumn = options.partitioning.kind === 'partition-id' ? columnIndex(schema, options.partitioning.column) : -1;
-  if (schema.fields.length === 0) throw new ShuffleError('CS_INVALID_ARGUMENT', 'the input has no columns (an empty schema)');
-  assertWritableSchema(schema);
-  schema.fields.forEach((field, i) => {
-    if (i !== pidColumn) columnLayoutOf(field);
-  });
-  createPartitioner(options.partitioning, schema, options.numPartitions, 0);
 }
 
 
