@@ -57,7 +57,8 @@ export class BufferGrowth {
     if (resize || validity !== (node.validity !== null) || dataBytes !== node.data.byteLength) {
       this.changes.push({ node, capacity, keep, validity, dataBytes });
       this.bytesBefore += node.ownBytes;
-      this.bytesAfter += node.bytesFor(capacity, validity, dataBytes);
+      // what apply() allocates: a node keeping its capacity keeps its values
+      this.bytesAfter += resize ? node.bytesFor(capacity, validity, dataBytes) : node.bytesAtCapacity(validity, dataBytes);
     }
     plan.children.forEach((childPlan, i) => {
       const child = node.children[i]!;

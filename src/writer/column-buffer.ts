@@ -149,6 +149,16 @@ export class ColumnBuffer {
     return validity + valuesBytes(this.layout, capacity) + unionOffsetBytes(this.layout, capacity) + (hasData(this.layout) ? dataBytes : 0);
   }
 
+  /**
+   * What ownBytes would be at the same capacity, with or without validity, and
+   * `dataBytes` of binary data: the values stay as they are. (A node never
+   * allocated holds no offsets, though bytesFor counts one for 0 rows.)
+   */
+  bytesAtCapacity(withValidity: boolean, dataBytes: number): number {
+    const validity = withValidity ? (this.validity?.byteLength ?? roundUp4((this.capacity + 7) >>> 3)) : 0;
+    return validity + this.values.byteLength + this.unionOffsets.byteLength + (hasData(this.layout) ? dataBytes : 0);
+  }
+
   /** What allocatedBytes would be after `shrinkTo(rows)`. */
   fittedBytes(rows: number): number {
     let bytes = this.bytesFor(rows, this.validity !== null, this.dataLength);
