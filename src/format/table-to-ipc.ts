@@ -25,10 +25,11 @@ import { MAX_INLINE_BYTES, VIEW_BYTES, viewValueOf, type ViewValue } from './bin
  * So a view column that is sliced, or whose variadic buffers hold bytes its
  * views do not point at, is rebuilt at offset 0 as the writers build theirs
  * (binary-view.ts): its views copied, each long value copied into one data
- * buffer and its view pointed there, the validity bits shifted to bit 0,
- * null rows' views zeroed. A list over views whose offsets do not start at 0
- * gets them rebased and its child cut to its values. At any depth, and in
- * dictionaries; everything else goes as it is.
+ * buffer and its view pointed there (no buffer when no value is long, where
+ * the writers send an empty one: both are valid Arrow), the validity bits
+ * shifted to bit 0, null rows' views zeroed. A list over views whose
+ * offsets do not start at 0 gets them rebased and its child cut to its
+ * values. At any depth, and in dictionaries; everything else goes as it is.
  */
 export function tableToIpcStream(data: Table | RecordBatch): Uint8Array {
   const table = data instanceof RecordBatch ? new Table(data) : data;
@@ -76,8 +77,8 @@ function withCompactViews(data: Data, dictionaries: Map<Vector, Vector>): Data {
 }
 
 /**
- * A view column at offset 0 whose one variadic buffer holds exactly the long
- * values its valid rows point at, in row order; `data` itself when it is
+ * A view column at offset 0 whose one variadic buffer (none when no value is
+ * long) holds exactly the long values its valid rows point at, in row order; `data` itself when it is
  * that already (as the writers' and reader's columns are).
  */
 function compactViews(data: Data): Data {
