@@ -333,6 +333,29 @@ describe('several damaged buffers in one batch', () => {
       vi.restoreAllMocks();
     }
   });
+
+  test('also when the later one is refused before the earlier one has finished decoding', async () => {
+    const two = new Schema([new Field('a', new Int32(), false), new Field('b', new Int32(), false)]);
+    const values = Array.from({ length: 1000 }, (_, i) => i % 7);
+    const nodes = [{ length: 1000, nullCount: 0 }, { length: 1000, nullCount: 0 }];
+    const message = await encodeRecordBatchMessage(1000, nodes, [new Uint8Array(0), int32Bytes(values), new Uint8Array(0), int32Bytes(values)], codecByName('lz4'));
+    const stream = concat([encodeSchemaMessage(two), ...message.chunks]);
+    // buffer 1 goes to the pool and fails there later; buffer 3 fails at once, on the calling thread
+    const lz4 = codecByName('lz4')!;
+    let syncCalls = 0;
+    vi.spyOn(lz4, 'decompressSync').mockImplementation(() => {
+      if (++syncCalls === 1) return null;
+      throw new Error('failure at once');
+    });
+    vi.spyOn(lz4, 'decompress').mockImplementation(() => new Promise((_, reject) => setTimeout(() => reject(new Error('failure on the pool')), 20)));
+    try {
+      const error = await failure(stream);
+      expect(syncCalls).toBe(2);
+      expect(error.message).toContain('cannot decompress buffer 1: failure on the pool');
+    } finally {
+      vi.restoreAllMocks();
+    }
+  });
 });
 
 describe('summarizeIpcStreamAt (what inspect says of a stream)', () => {

@@ -629,49 +629,54 @@ async function decompressBody(
   const pieces: Uint8Array[] = new Array(regions.length);
   const pending: Promise<void>[] = [];
   let total = 0;
-  for (let index = 0; index < regions.length; index++) {
-    const region = regions[index]!;
-    if (region.length === 0) {
-      pieces[index] = body.subarray(0, 0);
-      continue;
+  try {
+    for (let index = 0; index < regions.length; index++) {
+      const region = regions[index]!;
+      if (region.length === 0) {
+        pieces[index] = body.subarray(0, 0);
+        continue;
+      }
+      const declared = prefixes[index]!;
+      if (declared === null) throw messages.corrupt(`compressed buffer ${index} is shorter than its length prefix`, messageStart);
+      if (declared === -1n) {
+        total += region.length - 8;
+        if (total > maxBufferBytes) throw overLimit(messages, messageStart, `buffer ${index} (stored raw) brings its buffers to ${total} bytes`, maxBufferBytes);
+        const raw = rawSource.subarray(region.offset + 8, region.offset + region.length);
+        pieces[index] = rawSource === body && borrowed ? raw.slice() : aligned8(raw);
+        continue;
+      }
+      // lengths are checked before anything is allocated: a decompression bomb is refused, not attempted
+      total += Number(declared);
+      if (declared < 0n) throw messages.corrupt(`buffer ${index} claims ${declared} bytes uncompressed`, messageStart);
+      if (declared > BigInt(maxBufferBytes) || total > maxBufferBytes) throw overLimit(messages, messageStart, `buffer ${index} claims ${declared} bytes uncompressed`, maxBufferBytes);
+      const size = Number(declared);
+      const payload = body.subarray(region.offset + 8, region.offset + region.length);
+      const mismatch = codec.sizeMismatch(payload, size);
+      if (mismatch !== null) throw messages.corrupt(`buffer ${index} claims ${declared} bytes uncompressed but ${mismatch}`, messageStart);
+      const decoded = (out: Uint8Array): void => {
+        if (out.byteLength !== size) throw messages.corrupt(`buffer ${index} decompressed to ${out.byteLength} bytes, its prefix says ${declared}`, messageStart);
+        pieces[index] = aligned8(out);
+      };
+      const failure = (cause: unknown) => messages.corrupt(`cannot decompress buffer ${index}: ${(cause as Error).message}`, messageStart, cause);
+      let out: Uint8Array | null;
+      try {
+        out = codec.decompressSync(payload, size);
+      } catch (cause) {
+        throw failure(cause);
+      }
+      if (out !== null) {
+        decoded(out);
+        continue;
+      }
+      const decoding = codec.decompress(payload, size).then(decoded, (cause: unknown) => {
+        throw failure(cause);
+      });
+      decoding.catch(() => undefined); // awaited below
+      pending.push(decoding);
     }
-    const declared = prefixes[index]!;
-    if (declared === null) throw messages.corrupt(`compressed buffer ${index} is shorter than its length prefix`, messageStart);
-    if (declared === -1n) {
-      total += region.length - 8;
-      if (total > maxBufferBytes) throw overLimit(messages, messageStart, `buffer ${index} (stored raw) brings its buffers to ${total} bytes`, maxBufferBytes);
-      const raw = rawSource.subarray(region.offset + 8, region.offset + region.length);
-      pieces[index] = rawSource === body && borrowed ? raw.slice() : aligned8(raw);
-      continue;
-    }
-    // lengths are checked before anything is allocated: a decompression bomb is refused, not attempted
-    total += Number(declared);
-    if (declared < 0n) throw messages.corrupt(`buffer ${index} claims ${declared} bytes uncompressed`, messageStart);
-    if (declared > BigInt(maxBufferBytes) || total > maxBufferBytes) throw overLimit(messages, messageStart, `buffer ${index} claims ${declared} bytes uncompressed`, maxBufferBytes);
-    const size = Number(declared);
-    const payload = body.subarray(region.offset + 8, region.offset + region.length);
-    const mismatch = codec.sizeMismatch(payload, size);
-    if (mismatch !== null) throw messages.corrupt(`buffer ${index} claims ${declared} bytes uncompressed but ${mismatch}`, messageStart);
-    const decoded = (out: Uint8Array): void => {
-      if (out.byteLength !== size) throw messages.corrupt(`buffer ${index} decompressed to ${out.byteLength} bytes, its prefix says ${declared}`, messageStart);
-      pieces[index] = aligned8(out);
-    };
-    const failure = (cause: unknown) => messages.corrupt(`cannot decompress buffer ${index}: ${(cause as Error).message}`, messageStart, cause);
-    let out: Uint8Array | null;
-    try {
-      out = codec.decompressSync(payload, size);
-    } catch (cause) {
-      throw failure(cause);
-    }
-    if (out !== null) {
-      decoded(out);
-      continue;
-    }
-    const decoding = codec.decompress(payload, size).then(decoded, (cause: unknown) => {
-      throw failure(cause);
-    });
-    decoding.catch(() => undefined); // awaited below, unless a later buffer fails first
-    pending.push(decoding);
+  } catch (error) {
+    // a buffer refused here may come after one still decoding that fails too: the first in buffer order is reported
+    pending.push(Promise.reject(error));
   }
   if (pending.length > 0) await firstFailureInOrder(pending);
   return pieces;
