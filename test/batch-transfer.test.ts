@@ -51,6 +51,24 @@ test('a buffer that is all of its ArrayBuffer is moved, not copied: the sender s
   expect(received.getChild('x')!.get(999)).toBe(2997);
 });
 
+test("a batch sent with 'exclusive' cannot be sent again: CS_INVALID_ARGUMENT naming 'copy', not a TypeError; 'copy' sends one any number of times", () => {
+  const schema = new Schema([new Field('x', new Int32(), false)]);
+  const batch = () => batchOf(schema, [makeData({ type: new Int32(), data: new Int32Array(100).map((_, i) => i), length: 100, nullCount: 0 })], 100);
+  const moved = batch();
+  sendThroughChannel(moved, 'exclusive');
+  expect(() => batchToTransferable(moved, 'exclusive')).toThrow(expect.objectContaining({ code: 'CS_INVALID_ARGUMENT', message: expect.stringContaining("'copy'") }));
+  expect(() => batchToTransferable(moved, 'copy')).toThrow(expect.objectContaining({ code: 'CS_INVALID_ARGUMENT' }));
+  const kept = batch();
+  sendThroughChannel(kept, 'copy');
+  expect(rowsOf(sendThroughChannel(kept, 'copy').received)).toEqual(rowsOf(batch()));
+});
+
+test('a buffer of no bytes (not a detached one) crosses as it is: a string column of empty strings', () => {
+  const schema = new Schema([new Field('s', new Utf8(), false)]);
+  const empty = batchOf(schema, [makeData({ type: new Utf8(), length: 3, nullCount: 0, valueOffsets: new Int32Array(4), data: new Uint8Array(new ArrayBuffer(0)) })], 3);
+  expect(rowsOf(sendThroughChannel(empty, 'exclusive').received)).toEqual(rowsOf(empty));
+});
+
 test('views into one shared ArrayBuffer (a table read from an IPC file) are copied and stay usable at the sender', () => {
   const table = tableFromIPC(
     tableToIPC(new Table({ a: vectorFromArray([1, 2, 3, 4], new Int32()), s: vectorFromArray(['w', 'x', 'y', 'z'], new Utf8()) })),

@@ -269,6 +269,14 @@ describe('a map task that ends early leaves nothing behind', () => {
     expect(await files()).toEqual([]);
   });
 
+  test("its input was handed to another task already (transfer 'exclusive' moved its memory): CS_MAP_TASK_FAILED that says so, not a TypeError", async () => {
+    const input = batches(2, 1000, 26);
+    await pool.run(spec(26, 0), input).status;
+    const error = await pool.run(spec(27, 0), input).status.catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'CS_MAP_TASK_FAILED', message: expect.stringContaining('moved to another thread'), cause: { code: 'CS_INVALID_ARGUMENT' } });
+    expect(await files()).toEqual(committed(26, 0));
+  });
+
   test('it is aborted through its signal: CS_ABORTED, also before it started', async () => {
     const controller = new AbortController();
     const running = pool.run(spec(25, 0, { transform: { module: TRANSFORMS, export: 'stallAfter', args: { batches: 1 } } }), batches(3, 1000, 25), {

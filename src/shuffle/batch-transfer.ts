@@ -11,7 +11,8 @@ import { ShuffleError } from '../errors.js';
  *   bytes, and moving those bytes would empty every other batch. The sender
  *   hands the batch over: its transferred buffers are detached (length 0) once
  *   it is sent, so neither it nor anything sharing its typed arrays (a slice of
- *   it, another batch made from the same arrays) may be used afterwards.
+ *   it, another batch made from the same arrays) may be used afterwards (sending
+ *   it again is CS_INVALID_ARGUMENT).
  * - `copy`: every buffer is copied; the sender keeps a usable batch.
  * SharedArrayBuffers are shared as they are in both modes (neither copied nor moved).
  * Dictionaries are always copied: a batch stream shares them from batch to
@@ -133,7 +134,15 @@ export function batchToTransferable(batch: RecordBatch, mode: TransferMode = 'ex
   if (mode !== 'exclusive' && mode !== 'copy') throw new ShuffleError('CS_INVALID_ARGUMENT', `transfer mode must be 'exclusive' or 'copy', got ${JSON.stringify(mode)}`);
   // how many views of this batch each ArrayBuffer backs: only a buffer backing one view, wholly, may move
   const viewsPer = new Map<ArrayBufferLike, number>();
-  visitViews(batch.data, (view) => viewsPer.set(view.buffer, (viewsPer.get(view.buffer) ?? 0) + 1));
+  visitViews(batch.data, (view) => {
+    if (isDetached(view.buffer)) {
+      throw new ShuffleError(
+        'CS_INVALID_ARGUMENT',
+        "a batch whose memory was moved to another thread cannot be sent: it, or a batch sharing its arrays, was sent before with transfer 'exclusive' (send batches used again with 'copy')",
+      );
+    }
+    viewsPer.set(view.buffer, (viewsPer.get(view.buffer) ?? 0) + 1);
+  });
   const out: PreparedTransfer = { batch: { data: null as unknown as TransferableData }, transfer: [], transferredBytes: 0, copiedBytes: 0 };
   const copy = (view: ArrayBufferView): ArrayBufferView => {
     if (isShared(view.buffer)) return view;
@@ -224,6 +233,17 @@ function copyView(view: ArrayBufferView): ArrayBufferView {
   const Kind = view.constructor as new (buffer: ArrayBuffer, byteOffset: number, length: number) => ArrayBufferView;
   const elementSize = (view as ArrayBufferView & { BYTES_PER_ELEMENT?: number }).BYTES_PER_ELEMENT ?? 1;
   return view instanceof DataView ? new DataView(bytes.buffer) : new Kind(bytes.buffer, 0, view.byteLength / elementSize);
+}
+
+/** Whether `buffer` was transferred away (Node 20 has no `ArrayBuffer.prototype.detached`: a view of it cannot be made). */
+function isDetached(buffer: ArrayBufferLike): boolean {
+  if (buffer.byteLength > 0 || isShared(buffer)) return false;
+  try {
+    new Uint8Array(buffer, 0, 0);
+    return false;
+  } catch {
+    return true;
+  }
 }
 
 function isShared(buffer: ArrayBufferLike): boolean {
