@@ -259,6 +259,12 @@ describe('the writer: a dictionary that extends the previous one sends only its 
       await roundTrip([batchOf(type, views(['ab', 'c']), [0, 1]), batchOf(type, views(['xy', 'c', 'd']), [0, 1, 2])]);
     });
 
+    test('utf8view: a rebuilt vector whose leading values are equal is an extension: only its new value goes out, as a delta', async () => {
+      const type = dictType(new Int32(), new Utf8View());
+      const sent = await roundTrip([batchOf(type, views(['ab', 'c']), [0, 1]), batchOf(type, views(['ab', 'c', 'd']), [2, 0])]);
+      expect(sent).toEqual([DICT(false, 2), DICT(true, 1)]);
+    });
+
     test('a shorter dictionary is never an extension, even a slice whose buffers go on with the held values', async () => {
       const type = dictType();
       const abc = strings(['a', 'b', 'c']);
