@@ -67,6 +67,8 @@ export class MemoryPool {
     this.limit = limit;
     this.releaseIdleAfterMs = releaseIdleAfterMs;
     const maxIdleBytes = options.maxIdleBytes ?? Math.min(DEFAULT_MAX_IDLE_BYTES, Math.floor(limit / 2));
+    // NaN failed every comparison of the recycler's, which then kept every buffer given back
+    if (!(maxIdleBytes >= 0)) throw new ShuffleError('CS_INVALID_ARGUMENT', `maxIdleBytes must be a number of bytes >= 0, got ${String(maxIdleBytes)}`);
     this.recycler = new BufferRecycler(maxIdleBytes);
   }
 
