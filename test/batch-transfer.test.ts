@@ -7,9 +7,10 @@
  */
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import { describe, expect, test } from 'vitest';
-import { Dictionary, Field, Int32, makeData, RecordBatch, Schema, Struct, Table, tableFromIPC, tableToIPC, Utf8, Vector, vectorFromArray } from 'apache-arrow';
+import { Bool, Dictionary, Field, Int32, makeData, RecordBatch, Schema, Struct, Table, tableFromIPC, tableToIPC, Utf8, Vector, vectorFromArray } from 'apache-arrow';
 import { batchFromTransferable, batchToTransferable, ReceivedDictionaries, SentDictionaries, type TransferableBatch, type TransferMode } from '../src/shuffle/batch-transfer.js';
 import { batchOf, buildColumn, schemaOf, sequenceColumn, TYPE_CASES } from './support/columns.js';
+import { buildAny, NESTED_KINDS, nestedType } from './support/nested.js';
 import { Rng } from './support/random.js';
 import { rowsOf } from './support/rows.js';
 
@@ -67,6 +68,43 @@ test('a buffer of no bytes (not a detached one) crosses as it is: a string colum
   const schema = new Schema([new Field('s', new Utf8(), false)]);
   const empty = batchOf(schema, [makeData({ type: new Utf8(), length: 3, nullCount: 0, valueOffsets: new Int32Array(4), data: new Uint8Array(new ArrayBuffer(0)) })], 3);
   expect(rowsOf(sendThroughChannel(empty, 'exclusive').received)).toEqual(rowsOf(empty));
+});
+
+describe("slices of one batch, each sent with 'exclusive' in turn, all cross intact and leave their parent intact (arrow-js slices share bitmaps, Bool values, binary data, variadic buffers and list children)", () => {
+  const kinds = [...TYPE_CASES.map((c) => ({ name: c.name, make: c.make })), ...NESTED_KINDS.map((kind) => ({ name: kind, make: () => nestedType(kind, new Rng(kind.length), 2) }))];
+  for (const { name, make } of kinds) {
+    test(name, () => {
+      const rng = new Rng(0x51ce);
+      const type = make();
+      const schema = schemaOf([{ name: 'id', type: new Int32(), nullable: false }, { name: 'v', type }]);
+      const column = TYPE_CASES.some((c) => c.name === name) ? buildColumn(type, 300, { bitmap: true, nullRate: 0.2 }, rng) : buildAny(type, 300, rng, { nullRate: 0.2 });
+      const parent = batchOf(schema, [sequenceColumn(0, 300), column], 300);
+      const before = rowsOf(parent);
+      const slices = [parent.slice(0, 100), parent.slice(100, 250), parent.slice(250, 300)];
+      const received = slices.map((slice) => sendThroughChannel(slice, 'exclusive').received);
+      expect(received.flatMap((b) => rowsOf(b))).toEqual(before);
+      expect(rowsOf(parent), 'the parent, never sent, is intact').toEqual(before);
+    });
+  }
+
+  test('a bitmap is copied, never moved (a slice of Bool columns alone has no cut buffer to tell it by)', () => {
+    const schema = new Schema([new Field('b', new Bool(), true)]);
+    const bits = makeData({ type: new Bool(), length: 16, nullCount: 1, nullBitmap: Uint8Array.of(0xff, 0x7f), data: Uint8Array.of(0x0f, 0xf0) });
+    const parent = batchOf(schema, [bits], 16);
+    const before = rowsOf(parent);
+    const first = sendThroughChannel(parent.slice(0, 8), 'exclusive');
+    expect(first.prepared.transferredBytes).toBe(0);
+    expect(rowsOf(sendThroughChannel(parent.slice(8, 16), 'exclusive').received)).toEqual(before.slice(8));
+  });
+
+  test('an unsliced batch still moves what it owns: its values and offsets, its string data', () => {
+    const schema = new Schema([new Field('x', new Int32(), false), new Field('s', new Utf8(), false)]);
+    const x = makeData({ type: new Int32(), length: 4, nullCount: 0, data: Int32Array.of(1, 2, 3, 4) });
+    const s = makeData({ type: new Utf8(), length: 4, nullCount: 0, valueOffsets: Int32Array.of(0, 1, 3, 3, 6), data: new TextEncoder().encode('abbccc') });
+    const { prepared } = sendThroughChannel(batchOf(schema, [x, s], 4), 'exclusive');
+    expect(prepared.transferredBytes).toBe(16 + 20 + 6);
+    expect(prepared.copiedBytes).toBe(0);
+  });
 });
 
 test('views into one shared ArrayBuffer (a table read from an IPC file) are copied and stay usable at the sender', () => {

@@ -1,11 +1,12 @@
-import { Data, RecordBatch, Struct, Vector, type DataType, type Schema } from 'apache-arrow';
+import { Data, DataType, RecordBatch, Struct, Vector, type Schema } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
 
 /**
  * How a batch's buffers cross to another thread:
  * - `exclusive` (default): an ArrayBuffer is transferred (moved, not copied)
- *   when exactly one buffer of the batch covers all of it; every other buffer is
- *   copied into a fresh ArrayBuffer, which is transferred. Views into a larger
+ *   when exactly one buffer of the batch covers all of it, unless it is a
+ *   validity bitmap or Bool values or belongs to a slice (see isSlice); every
+ *   other buffer is copied into a fresh ArrayBuffer, which is transferred. Views into a larger
  *   ArrayBuffer are copied because the rest of it may belong to someone else:
  *   the batches of a table read from one IPC file are all views into the file's
  *   bytes, and moving those bytes would empty every other batch. The sender
@@ -181,14 +182,17 @@ interface Encoding {
 }
 
 function encodeData(data: Data, encoding: Encoding, send = encoding.send): TransferableData {
+  // a slice's buffers are copied: its siblings and its parent hold them too (see isSlice)
+  const own = send === encoding.send && !isSlice(data) ? send : encoding.copy;
+  const bits = DataType.isBool(data.type) ? [1, 2] : [2]; // validity bitmap, Bool values: see isSlice
   const buffers = [data.valueOffsets, data.values, data.nullBitmap, data.typeIds] as (ArrayBufferView | undefined)[];
   return {
     offset: data.offset,
     length: data.length,
     nullCount: data.nullCount,
-    buffers: buffers.map((b) => (b === undefined || b === null ? null : send(b))),
-    variadic: (data.variadicBuffers ?? []).map((b) => send(b)),
-    children: data.children.map((child) => encodeData(child, encoding, send)),
+    buffers: buffers.map((b, i) => (b === undefined || b === null ? null : bits.includes(i) ? encoding.copy(b) : own(b))),
+    variadic: (data.variadicBuffers ?? []).map((b) => own(b)),
+    children: data.children.map((child) => encodeData(child, encoding, own)),
     dictionary:
       data.dictionary === undefined
         ? null
@@ -217,6 +221,23 @@ function decodeData(t: TransferableData, type: DataType, received: ReceivedDicti
     );
   }
   return new Data(type, t.offset, t.length, t.nullCount, buffers as never, children, dictionary, t.variadic as Uint8Array[]);
+}
+
+/**
+ * Whether `data` is a slice of a longer node. arrow-js's `slice()` cuts a
+ * node's offsets, fixed-width values, views and type ids to its rows, but
+ * leaves whole what sibling slices share: the validity bitmap, Bool values,
+ * binary data, variadic buffers, and the children of lists, maps and dense
+ * unions. Moving one of those with the first slice sent left the others
+ * detached. A slice is told by an offset other than 0 or a cut buffer (one
+ * that is not all of its ArrayBuffer); its buffers and its children's are
+ * copied. Bit buffers are copied always (an eighth of a byte per row): a
+ * slice of Bool columns alone has no cut buffer to tell it by.
+ */
+function isSlice(data: Data): boolean {
+  if (data.offset !== 0) return true;
+  const cut = data.valueOffsets ?? (DataType.isBool(data.type) ? undefined : data.values); // (binary types have offsets)
+  return [cut, data.typeIds].some((view) => view !== undefined && view !== null && view.byteLength > 0 && (view.byteOffset !== 0 || view.byteLength !== view.buffer.byteLength));
 }
 
 function visitViews(data: Data, visit: (view: ArrayBufferView) => void): void {
