@@ -82,8 +82,9 @@ function fieldDifference(a: Field, b: Field, path: string): string | null {
 /**
  * Same type id and the same parameters. arrow-js's toString names every
  * parameter of a flat type except a Decimal's bit width, and no union's mode
- * or type ids: those are compared on their own (a sparse and a dense union of
- * the same children print alike but lay their buffers out differently).
+ * or type ids, map's keysSorted or dictionary's isOrdered: those are compared
+ * on their own (a sparse and a dense union of the same children print alike
+ * but lay their buffers out differently).
  */
 export function sameType(a: DataType, b: DataType): boolean {
   return typeDifference(a, b, '') === null;
@@ -109,6 +110,8 @@ function typeDifference(a: DataType, b: DataType, path: string): string | null {
   if (x.bitWidth !== y.bitWidth) return different(); // a decimal's, which String leaves out
   if (x.mode !== y.mode) return `${path}: a ${UNION_MODES[y.mode!] ?? y.mode} union, expected ${UNION_MODES[x.mode!] ?? x.mode}`;
   if (String(x.typeIds) !== String(y.typeIds)) return `${path}: union type ids [${String(y.typeIds)}], expected [${String(x.typeIds)}]`;
+  if (x.keysSorted !== y.keysSorted) return `${path}: a map ${y.keysSorted ? 'with' : 'without'} sorted keys, expected ${x.keysSorted ? 'with' : 'without'}`;
+  if (x.isOrdered !== y.isOrdered) return `${path}: ${y.isOrdered ? 'an ordered' : 'an unordered'} dictionary, expected ${x.isOrdered ? 'an ordered' : 'an unordered'} one`;
   return null;
 }
 
@@ -119,4 +122,8 @@ interface UnprintedParameters {
   bitWidth?: number;
   mode?: number;
   typeIds?: Int32Array | null;
+  /** a map's (Schema.fbs Map.keysSorted) */
+  keysSorted?: boolean;
+  /** a dictionary's (DictionaryEncoding.isOrdered); its id is not compared: a schema read back numbers them anew */
+  isOrdered?: boolean;
 }
