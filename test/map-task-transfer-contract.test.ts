@@ -17,12 +17,10 @@
  * The sweep found one defect, fixed and pinned here: slices of one batch share a bitmap or string
  * data that each covers whole, and the first sent in exclusive mode moved it.
  */
-import { spawn } from 'node:child_process';
 import { getEventListeners } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { MessageChannel, receiveMessageOnPort, Worker } from 'node:worker_threads';
 import { describe, expect, test } from 'vitest';
 import { Dictionary, Field, Int32, Int64, List, makeData, RecordBatch, Schema, Utf8, Utf8View, Vector, vectorFromArray } from 'apache-arrow';
@@ -31,6 +29,7 @@ import { narrowBatch, NARROW_SCHEMA } from '../src/cli/demo-data.js';
 import { MapTaskPool, type MapTaskProgress, type MapTaskSpec } from '../src/shuffle/map-task-pool.js';
 import type { MapStatus } from '../src/shuffle/map-status.js';
 import { ReduceReader } from '../src/shuffle/reduce-reader.js';
+import { runChildModule } from './support/child-module.js';
 import { batchOf } from './support/columns.js';
 import { useMapTaskFixture } from './support/map-task-fixture.js';
 import { rowsOf } from './support/rows.js';
@@ -515,16 +514,7 @@ describe('the pool', () => {
       'const first = await pool.run(spec(0), [narrowBatch(100, 1)]).status;',
       'const second = await pool.run(spec(1), [narrowBatch(200, 2), narrowBatch(200, 3)]).status;',
       'console.log(`rows ${first.metrics.rows} ${second.metrics.rows}`);',
-    ].join('\n');
-    const file = join(dir, 'child.mjs');
-    await writeFile(file, script);
-    const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: fileURLToPath(new URL('..', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe'] });
-    let text = '';
-    child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (text += chunk.toString()));
-    const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('exit', (c, s) => resolve([c, s])));
-    clearTimeout(killer);
-    expect({ code, signal, out: text.trim() }).toEqual({ code: 0, signal: null, out: 'rows 100 400' });
+    ];
+    expect(await runChildModule(dir, script)).toEqual({ code: 0, signal: null, out: 'rows 100 400' });
   });
 });

@@ -10,10 +10,8 @@
  * the sender; and a post that fails with DataCloneError is retried as copies
  * with the dictionaries the worker really has.
  */
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { readdir, writeFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { Dictionary, Field, Int32, Int64, makeData, RecordBatch, Schema, Struct, Utf8, Vector, vectorFromArray } from 'apache-arrow';
@@ -21,6 +19,7 @@ import { narrowBatch, NARROW_SCHEMA } from '../src/cli/demo-data.js';
 import { MapTaskPool, type MapTaskSpec } from '../src/shuffle/map-task-pool.js';
 import type { MapStatus } from '../src/shuffle/map-status.js';
 import { ReduceReader } from '../src/shuffle/reduce-reader.js';
+import { runChildModule } from './support/child-module.js';
 import { rowsOf } from './support/rows.js';
 import { useMapTaskFixture } from './support/map-task-fixture.js';
 
@@ -193,17 +192,8 @@ describe('the process', () => {
       'const pool = new MapTaskPool({ threads: 1 });',
       `const status = await pool.run({ dir: ${JSON.stringify(join(dir, 'out'))}, id: { shuffleId: 0, mapId: 0, attempt: 0 }, numPartitions: 2, partitioning: { kind: 'hash', keys: ['key'] }, outputSchema: NARROW_SCHEMA }, [narrowBatch(100, 1)]).status;`,
       'console.log(`rows ${status.metrics.rows}`);',
-    ].join('\n');
-    const file = join(dir, 'child.mjs');
-    await writeFile(file, script);
-    const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: fileURLToPath(new URL('..', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('exit', (c, s) => resolve([c, s])));
-    clearTimeout(killer);
-    expect({ code, signal, out: out.trim() }).toEqual({ code: 0, signal: null, out: 'rows 100' });
+    ];
+    expect(await runChildModule(dir, script)).toEqual({ code: 0, signal: null, out: 'rows 100' });
   });
 });
 

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { BinaryView, Data, Decimal, Dictionary, Field, FixedSizeBinary, FixedSizeList, Int, Int32, Int64, List, makeData, makeTable, RecordBatch, Schema, Struct, Time, TimeUnit, Utf8, Utf8View, vectorFromArray } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { createShuffleWriter, MemoryPool, ShuffleError, ShuffleReader, SortShuffleWriter, WRITER_KINDS, type ShuffleWriterOptions, type WriterKind } from '../src/index.js';
+import { readKeys } from './support/shuffle-harness.js';
 import { MAX_PARTITIONS } from '../src/sort-writer/packed-pointer.js';
 import { MAX_NUM_PARTITIONS } from '../src/writer/writer-options.js';
 import { listFiles, makeTempDir, removeDir } from './support/temp-dir.js';
@@ -19,17 +20,6 @@ function options(overrides: Partial<ShuffleWriterOptions> = {}): ShuffleWriterOp
   return { numPartitions: 4, partitioning: { kind: 'hash', keys: ['k'] }, outputPrefix: join(dir, 'out'), ...overrides };
 }
 
-/** Every k value of an output, in partition order then row order. */
-async function readKeys(prefix: string): Promise<number[]> {
-  const reader = await ShuffleReader.open(prefix);
-  const values: number[] = [];
-  try {
-    for await (const batch of reader.readPartitions(0, reader.numPartitions)) for (const row of batch) values.push(row!.k as number);
-  } finally {
-    await reader.close();
-  }
-  return values.sort((a, b) => a - b);
-}
 
 async function expectCode(promise: Promise<unknown>, code: string, message?: RegExp): Promise<ShuffleError> {
   const error = await promise.then(

@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { Data, DataType, DateDay, DateMillisecond, Dictionary, Duration, Field, FixedSizeBinary, FixedSizeList, Float32, Float64, Int32, Int8, makeData, makeTable, Map_, RecordBatch, Schema, Struct, Timestamp, TimeUnit, Uint32, Utf8, vectorFromArray } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { createShuffleWriter, ShuffleError, ShuffleReader, WRITER_KINDS, type ShuffleWriterOptions, type WriterKind } from '../src/index.js';
+import { readKeys } from './support/shuffle-harness.js';
 import { sameSchema, schemaDifference } from '../src/writer/same-schema.js';
 import { listFiles, makeTempDir, removeDir } from './support/temp-dir.js';
 
@@ -57,17 +58,6 @@ async function expectRefused(call: Promise<unknown>, code: string, message?: Reg
   return error;
 }
 
-/** Every k value of an output, sorted. */
-async function readKeys(prefix: string): Promise<number[]> {
-  const reader = await ShuffleReader.open(prefix);
-  const values: number[] = [];
-  try {
-    for await (const batch of reader.readPartitions(0, reader.numPartitions)) for (const row of batch) values.push(row!.k as number);
-  } finally {
-    await reader.close();
-  }
-  return values.sort((a, b) => a - b);
-}
 
 describe.each(WRITER_KINDS)('%s writer', (kind: WriterKind) => {
   describe('an option outside its domain is CS_INVALID_ARGUMENT naming it, before any file exists (README, ShuffleWriterOptions)', () => {

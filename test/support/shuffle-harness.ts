@@ -196,3 +196,15 @@ export function multisetDifference(actual: readonly string[], expected: readonly
 function clip(s: string): string {
   return s.length > 200 ? `${s.slice(0, 200)}…` : s;
 }
+
+/** Every `k` value of the output at `prefix`, sorted (for claims about which rows an output holds). */
+export async function readKeys(prefix: string): Promise<number[]> {
+  const reader = await ShuffleReader.open(prefix);
+  const values: number[] = [];
+  try {
+    for await (const batch of reader.readPartitions(0, reader.numPartitions)) for (const row of batch) values.push(row!.k as number);
+  } finally {
+    await reader.close();
+  }
+  return values.sort((a, b) => a - b);
+}
