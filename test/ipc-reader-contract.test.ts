@@ -311,12 +311,17 @@ describe('type bounds, and the smallest buffer stored raw', () => {
 });
 
 describe('several damaged buffers in one batch', () => {
-  test('the first of them, in buffer order, is the one reported: not whichever the thread pool finished first', async () => {
+  /** A stream of one batch of two int32 columns, each compressed: buffers 1 and 3 (the validity buffers 0 and 2 are empty). */
+  async function twoCompressedBuffers(): Promise<Uint8Array> {
     const two = new Schema([new Field('a', new Int32(), false), new Field('b', new Int32(), false)]);
     const values = Array.from({ length: 1000 }, (_, i) => i % 7);
     const nodes = [{ length: 1000, nullCount: 0 }, { length: 1000, nullCount: 0 }];
     const message = await encodeRecordBatchMessage(1000, nodes, [new Uint8Array(0), int32Bytes(values), new Uint8Array(0), int32Bytes(values)], codecByName('lz4'));
-    const stream = concat([encodeSchemaMessage(two), ...message.chunks]);
+    return concat([encodeSchemaMessage(two), ...message.chunks]);
+  }
+
+  test('the first of them, in buffer order, is the one reported: not whichever the thread pool finished first', async () => {
+    const stream = await twoCompressedBuffers();
     // both buffers (1 and 3) go to the pool and fail there, buffer 1 later than buffer 3
     const lz4 = codecByName('lz4')!;
     vi.spyOn(lz4, 'decompressSync').mockReturnValue(null);
@@ -335,11 +340,7 @@ describe('several damaged buffers in one batch', () => {
   });
 
   test('also when the later one is refused before the earlier one has finished decoding', async () => {
-    const two = new Schema([new Field('a', new Int32(), false), new Field('b', new Int32(), false)]);
-    const values = Array.from({ length: 1000 }, (_, i) => i % 7);
-    const nodes = [{ length: 1000, nullCount: 0 }, { length: 1000, nullCount: 0 }];
-    const message = await encodeRecordBatchMessage(1000, nodes, [new Uint8Array(0), int32Bytes(values), new Uint8Array(0), int32Bytes(values)], codecByName('lz4'));
-    const stream = concat([encodeSchemaMessage(two), ...message.chunks]);
+    const stream = await twoCompressedBuffers();
     // buffer 1 goes to the pool and fails there later; buffer 3 fails at once, on the calling thread
     const lz4 = codecByName('lz4')!;
     let syncCalls = 0;
