@@ -6,10 +6,11 @@ import { ShuffleError } from '../errors.js';
  * - `exclusive` (default): an ArrayBuffer is transferred (moved, not copied)
  *   when exactly one buffer of the batch covers all of it, unless it is a
  *   validity bitmap or Bool values or belongs to a slice (see isSlice); every
- *   other buffer is copied into a fresh ArrayBuffer, which is transferred. Views into a larger
- *   ArrayBuffer are copied because the rest of it may belong to someone else:
- *   the batches of a table read from one IPC file are all views into the file's
- *   bytes, and moving those bytes would empty every other batch. The sender
+ *   other buffer is copied into a fresh ArrayBuffer, which is transferred.
+ *   Views into a larger ArrayBuffer are copied because the rest of it may
+ *   belong to someone else: the batches of a table read from one IPC file are
+ *   all views into the file's bytes, and moving those bytes would empty every
+ *   other batch. The sender
  *   hands the batch over: its transferred buffers are detached (length 0) once
  *   it is sent, so neither it nor anything sharing its typed arrays (a slice of
  *   it, another batch made from the same arrays) may be used afterwards (sending
