@@ -4,28 +4,18 @@
  * that breaks the next one.
  */
 import { describe, expect, test } from 'vitest';
-import { CompressStream, compress } from 'zstd-napi';
+import { compress } from 'zstd-napi';
 import { codecByName } from '../src/format/codec.js';
+import { streamedZstdFrame } from './support/zstd-stream.js';
 
 const INPUT = Buffer.from(Uint8Array.from({ length: 100_000 }, (_, i) => (i * 31) % 251));
-
-/** A Zstandard frame written by a streaming compressor: it declares no content size. */
-async function streamedFrame(input: Uint8Array): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  const stream = new CompressStream();
-  stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-  const ended = new Promise((resolve) => stream.on('end', resolve));
-  stream.end(input);
-  await ended;
-  return Buffer.concat(chunks);
-}
 
 describe('zstd', () => {
   const codec = codecByName('zstd')!;
 
   test('a frame with and without a content size, and two frames back to back, decode to their bytes', async () => {
     const framed = compress(INPUT);
-    const streamed = await streamedFrame(INPUT);
+    const streamed = await streamedZstdFrame(INPUT);
     expect(Buffer.from(await codec.decompress(framed, INPUT.length))).toEqual(INPUT);
     expect(Buffer.from(codec.decompressSync(streamed, INPUT.length)!)).toEqual(INPUT);
     expect(Buffer.from(codec.decompressSync(Buffer.concat([framed, streamed]), 2 * INPUT.length)!)).toEqual(Buffer.concat([INPUT, INPUT]));
@@ -38,7 +28,7 @@ describe('zstd', () => {
   });
 
   test('a truncated frame without a content size throws, and the next good frame still decodes (it broke every later zstd read of the process)', async () => {
-    const streamed = await streamedFrame(INPUT);
+    const streamed = await streamedZstdFrame(INPUT);
     expect(() => codec.decompressSync(streamed.subarray(0, streamed.length >> 1), INPUT.length)).toThrow();
     expect(Buffer.from(codec.decompressSync(compress(INPUT), INPUT.length)!)).toEqual(INPUT);
     expect(Buffer.from(await codec.decompress(streamed, INPUT.length))).toEqual(INPUT);

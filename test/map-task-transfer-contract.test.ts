@@ -28,10 +28,9 @@ import { batchFromTransferable, batchToTransferable, ReceivedDictionaries, SentD
 import { narrowBatch, NARROW_SCHEMA } from '../src/cli/demo-data.js';
 import { MapTaskPool, type MapTaskProgress, type MapTaskSpec } from '../src/shuffle/map-task-pool.js';
 import type { MapStatus } from '../src/shuffle/map-status.js';
-import { ReduceReader } from '../src/shuffle/reduce-reader.js';
 import { runChildModule } from './support/child-module.js';
 import { batchOf } from './support/columns.js';
-import { useMapTaskFixture } from './support/map-task-fixture.js';
+import { narrowTaskSpec, readBackRows, useMapTaskFixture } from './support/map-task-fixture.js';
 import { rowsOf } from './support/rows.js';
 
 /** Posts a prepared batch through a real MessageChannel, as MapTaskPool posts it to a worker, and returns what arrives. */
@@ -231,15 +230,8 @@ let dir: string;
 let pool: MapTaskPool;
 useMapTaskFixture({ threads: 1, dirPrefix: 'cs-mtt-' }, (fixture) => ({ dir, pool } = fixture));
 
-function spec(mapId: number, extra: Partial<MapTaskSpec> = {}): MapTaskSpec {
-  return { dir, id: { shuffleId: 0, mapId, attempt: 0 }, numPartitions: PARTITIONS, partitioning: { kind: 'hash', keys: ['key'] }, outputSchema: NARROW_SCHEMA, ...extra };
-}
-
-async function readBack(status: MapStatus): Promise<string[]> {
-  const rows: string[] = [];
-  for await (const batch of new ReduceReader({ maps: [status], partitions: { start: 0, end: PARTITIONS } })) rows.push(...rowsOf(batch));
-  return rows.sort();
-}
+const spec = (mapId: number, extra: Partial<MapTaskSpec> = {}): MapTaskSpec => narrowTaskSpec(dir, mapId, PARTITIONS, extra);
+const readBack = (status: MapStatus): Promise<string[]> => readBackRows([status], PARTITIONS);
 
 const inputOf = (count: number, rows: number, seed: number) => Array.from({ length: count }, (_, i) => narrowBatch(rows, seed * 100 + i + 1));
 const rowsIn = (batches: RecordBatch[]) => batches.flatMap((b) => rowsOf(b)).sort();

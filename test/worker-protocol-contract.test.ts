@@ -15,13 +15,12 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { Dictionary, Field, Int32, Int64, makeData, RecordBatch, Schema, Struct, Utf8, Vector, vectorFromArray } from 'apache-arrow';
-import { narrowBatch, NARROW_SCHEMA } from '../src/cli/demo-data.js';
+import { narrowBatch } from '../src/cli/demo-data.js';
 import { MapTaskPool, type MapTaskSpec } from '../src/shuffle/map-task-pool.js';
 import type { MapStatus } from '../src/shuffle/map-status.js';
-import { ReduceReader } from '../src/shuffle/reduce-reader.js';
 import { runChildModule } from './support/child-module.js';
 import { rowsOf } from './support/rows.js';
-import { useMapTaskFixture } from './support/map-task-fixture.js';
+import { narrowTaskSpec, readBackRows, useMapTaskFixture } from './support/map-task-fixture.js';
 
 const TRANSFORMS = new URL('./support/map-transforms.ts', import.meta.url);
 /** A transform that writes `batches` batches, then loops synchronously forever: its thread cannot see an abort. */
@@ -31,15 +30,8 @@ const PARTITIONS = 3;
 let dir: string;
 let pool: MapTaskPool;
 
-function spec(mapId: number, extra: Partial<MapTaskSpec> = {}): MapTaskSpec {
-  return { dir, id: { shuffleId: 0, mapId, attempt: 0 }, numPartitions: PARTITIONS, partitioning: { kind: 'hash', keys: ['key'] }, outputSchema: NARROW_SCHEMA, ...extra };
-}
-
-async function readBack(status: MapStatus): Promise<string[]> {
-  const rows: string[] = [];
-  for await (const batch of new ReduceReader({ maps: [status], partitions: { start: 0, end: PARTITIONS } })) rows.push(...rowsOf(batch));
-  return rows.sort();
-}
+const spec = (mapId: number, extra: Partial<MapTaskSpec> = {}): MapTaskSpec => narrowTaskSpec(dir, mapId, PARTITIONS, extra);
+const readBack = (status: MapStatus): Promise<string[]> => readBackRows([status], PARTITIONS);
 
 const files = async () => (await readdir(dir)).sort();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -185,13 +185,14 @@ interface Encoding {
 function encodeData(data: Data, encoding: Encoding, send = encoding.send): TransferableData {
   // a slice's buffers are copied: its siblings and its parent hold them too (see isSlice)
   const own = send === encoding.send && !isSlice(data) ? send : encoding.copy;
-  const bits = DataType.isBool(data.type) ? [1, 2] : [2]; // validity bitmap, Bool values: see isSlice
+  // the validity bitmap (buffer 2) and Bool values (buffer 1) are copied always: see isSlice
+  const bits = (i: number) => i === 2 || (i === 1 && DataType.isBool(data.type));
   const buffers = [data.valueOffsets, data.values, data.nullBitmap, data.typeIds] as (ArrayBufferView | undefined)[];
   return {
     offset: data.offset,
     length: data.length,
     nullCount: data.nullCount,
-    buffers: buffers.map((b, i) => (b === undefined || b === null ? null : bits.includes(i) ? encoding.copy(b) : own(b))),
+    buffers: buffers.map((b, i) => (b === undefined || b === null ? null : bits(i) ? encoding.copy(b) : own(b))),
     variadic: (data.variadicBuffers ?? []).map((b) => own(b)),
     children: data.children.map((child) => encodeData(child, encoding, own)),
     dictionary:
