@@ -7,7 +7,7 @@
  */
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import { describe, expect, test } from 'vitest';
-import { Bool, Dictionary, Field, Int32, makeData, RecordBatch, Schema, Struct, Table, tableFromIPC, tableToIPC, Utf8, Vector, vectorFromArray } from 'apache-arrow';
+import { Bool, Data, DataType, Dictionary, Field, Int32, LargeBinary, List, makeData, Map_, RecordBatch, Schema, Struct, Table, tableFromIPC, tableToIPC, Utf8, Vector, vectorFromArray } from 'apache-arrow';
 import { batchFromTransferable, batchToTransferable, ReceivedDictionaries, SentDictionaries, type TransferableBatch, type TransferMode } from '../src/shuffle/batch-transfer.js';
 import { batchOf, buildColumn, schemaOf, sequenceColumn, TYPE_CASES } from './support/columns.js';
 import { buildAny, NESTED_KINDS, nestedType } from './support/nested.js';
@@ -87,6 +87,20 @@ describe("slices of one batch, each sent with 'exclusive' in turn, all cross int
     });
   }
 
+  test("slices cut at every bit alignment cross intact with 'copy' too", () => {
+    for (const { name, make } of kinds) {
+      const rng = new Rng(0xb175);
+      const type = make();
+      const schema = schemaOf([{ name: 'v', type }]);
+      const column = TYPE_CASES.some((c) => c.name === name) ? buildColumn(type, 300, { bitmap: true, nullRate: 0.3 }, rng) : buildAny(type, 300, rng, { nullRate: 0.3 });
+      const parent = batchOf(schema, [column], 300);
+      const before = rowsOf(parent);
+      const bounds = [0, 3, 11, 12, 29, 160, 299, 300];
+      const received = bounds.slice(1).map((end, i) => sendThroughChannel(parent.slice(bounds[i]!, end), 'copy').received);
+      expect(received.flatMap((b) => rowsOf(b)), name).toEqual(before);
+    }
+  });
+
   test('a bitmap is copied, never moved (a slice of Bool columns alone has no cut buffer to tell it by)', () => {
     const schema = new Schema([new Field('b', new Bool(), true)]);
     const bits = makeData({ type: new Bool(), length: 16, nullCount: 1, nullBitmap: Uint8Array.of(0xff, 0x7f), data: Uint8Array.of(0x0f, 0xf0) });
@@ -105,6 +119,40 @@ describe("slices of one batch, each sent with 'exclusive' in turn, all cross int
     expect(prepared.transferredBytes).toBe(16 + 20 + 6);
     expect(prepared.copiedBytes).toBe(0);
   });
+});
+
+describe("a slice copies the bytes of its rows, not its parent's (arrow-js leaves bitmaps, Bool values, binary data and list children whole)", () => {
+  const rows = 4000;
+  const word = (i: number) => `row ${i} `.padEnd(48, String.fromCharCode(97 + (i % 26)));
+  const strings = (type: Utf8 | LargeBinary) => vectorFromArray(Array.from({ length: rows }, (_, i) => (i % 7 === 3 ? null : DataType.isUtf8(type) ? word(i) : new TextEncoder().encode(word(i)))), type).data[0]!;
+  const columns: Record<string, () => Data> = {
+    utf8: () => strings(new Utf8()),
+    'large binary': () => strings(new LargeBinary()),
+    'list<utf8>': () => vectorFromArray(Array.from({ length: rows }, (_, i) => (i % 5 === 1 ? null : [word(i), word(i + 1)])), new List(new Field('item', new Utf8(), true))).data[0]!,
+    'map<utf8, int32>': () =>
+      vectorFromArray(
+        Array.from({ length: rows }, (_, i) => new Map([[word(i), i], [word(i + 2), -i]])),
+        new Map_(new Field('entries', new Struct([new Field('key', new Utf8(), false), new Field('value', new Int32(), true)]), false) as never),
+      ).data[0]!,
+    'struct<utf8, bool>': () =>
+      vectorFromArray(
+        Array.from({ length: rows }, (_, i) => ({ s: word(i), b: i % 3 === 0 })),
+        new Struct([new Field('s', new Utf8(), true), new Field('b', new Bool(), true)]),
+      ).data[0]!,
+  };
+  for (const [name, make] of Object.entries(columns)) {
+    test(name, () => {
+      const column = make();
+      const parent = batchOf(new Schema([new Field('v', column.type, true)]), [column], rows);
+      const whole = sendThroughChannel(parent, 'copy').prepared.copiedBytes;
+      expect(whole, 'the parent holds more than 100 KB').toBeGreaterThan(100_000);
+      for (const start of [0, 1, 7, 8, 1999, rows - 5]) {
+        const { prepared, received } = sendThroughChannel(parent.slice(start, start + 5), 'exclusive');
+        expect(rowsOf(received), `rows ${start}..${start + 5}`).toEqual(rowsOf(parent).slice(start, start + 5));
+        expect(prepared.copiedBytes, `rows ${start}..${start + 5}: at most 300 bytes a row`).toBeLessThanOrEqual(5 * 300);
+      }
+    });
+  }
 });
 
 test('views into one shared ArrayBuffer (a table read from an IPC file) are copied and stay usable at the sender', () => {
