@@ -7,7 +7,7 @@
  */
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import { describe, expect, test } from 'vitest';
-import { Bool, Data, DataType, Dictionary, Field, Int32, LargeBinary, List, makeData, Map_, RecordBatch, Schema, Struct, Table, tableFromIPC, tableToIPC, Utf8, Vector, vectorFromArray } from 'apache-arrow';
+import { Bool, Data, DataType, DenseUnion, Dictionary, Field, Int32, LargeBinary, List, makeData, Map_, RecordBatch, Schema, Struct, Table, tableFromIPC, tableToIPC, Utf8, Utf8View, Vector, vectorFromArray } from 'apache-arrow';
 import { batchFromTransferable, batchToTransferable, ReceivedDictionaries, SentDictionaries, type TransferableBatch, type TransferMode } from '../src/shuffle/batch-transfer.js';
 import fc from 'fast-check';
 import { batchOf, buildColumn, containsView, schemaOf, sequenceColumn, TYPE_CASES } from './support/columns.js';
@@ -122,7 +122,7 @@ describe("slices of one batch, each sent with 'exclusive' in turn, all cross int
   });
 });
 
-describe("a slice copies the bytes of its rows, not its parent's (arrow-js leaves bitmaps, Bool values, binary data and list children whole)", () => {
+describe("a slice copies the bytes of its rows, not its parent's (arrow-js leaves bitmaps, Bool values, binary data, variadic buffers and list and dense union children whole)", () => {
   const rows = 4000;
   const word = (i: number) => `row ${i} `.padEnd(48, String.fromCharCode(97 + (i % 26)));
   const strings = (type: Utf8 | LargeBinary) => vectorFromArray(Array.from({ length: rows }, (_, i) => (i % 7 === 3 ? null : DataType.isUtf8(type) ? word(i) : new TextEncoder().encode(word(i)))), type).data[0]!;
@@ -135,6 +135,16 @@ describe("a slice copies the bytes of its rows, not its parent's (arrow-js leave
         Array.from({ length: rows }, (_, i) => new Map([[word(i), i], [word(i + 2), -i]])),
         new Map_(new Field('entries', new Struct([new Field('key', new Utf8(), false), new Field('value', new Int32(), true)]), false) as never),
       ).data[0]!,
+    utf8view: () => vectorFromArray(Array.from({ length: rows }, (_, i) => (i % 7 === 3 ? null : i % 2 === 0 ? `short ${i % 100}` : word(i))), new Utf8View()).data[0]!,
+    'dense union<utf8, int32>': () => {
+      const type = new DenseUnion([0, 5], [new Field('s', new Utf8(), true), new Field('n', new Int32(), true)]);
+      const half = rows / 2;
+      const typeIds = Int8Array.from({ length: rows }, (_, i) => (i % 2 === 0 ? 0 : 5));
+      const valueOffsets = Int32Array.from({ length: rows }, (_, i) => i >> 1);
+      const s = strings(new Utf8()).slice(0, half);
+      const n = makeData({ type: new Int32(), length: half, nullCount: 0, data: Int32Array.from({ length: half }, (_, i) => i) });
+      return makeData({ type, length: rows, nullCount: 0, typeIds, valueOffsets, children: [s, n] });
+    },
     'struct<utf8, bool>': () =>
       vectorFromArray(
         Array.from({ length: rows }, (_, i) => ({ s: word(i), b: i % 3 === 0 })),

@@ -1,5 +1,6 @@
 import { Data, DataType, RecordBatch, Struct, Vector, type Schema } from 'apache-arrow';
 import { ShuffleError } from '../errors.js';
+import { cutToRows } from './cut-to-rows.js';
 
 /**
  * How a batch's buffers cross to another thread:
@@ -242,52 +243,6 @@ function isSlice(data: Data): boolean {
   if (data.offset !== 0) return true;
   const cut = data.valueOffsets ?? (DataType.isBool(data.type) ? undefined : data.values); // (binary types have offsets)
   return [cut, data.typeIds].some((view) => view !== undefined && view !== null && view.byteLength > 0 && (view.byteOffset !== 0 || view.byteLength !== view.buffer.byteLength));
-}
-
-/**
- * A node to be copied, cut to the bytes of its rows, so that copying a slice
- * copies those and not its parent's: arrow-js leaves bitmaps, Bool values,
- * binary data and list children whole (see isSlice). Bit buffers are cut at a byte boundary
- * and the offset keeps the rest; binary data and list children are cut to
- * the span the offsets cover, and the offsets rebased to start at 0.
- *
- * ```text
- * a utf8 slice of rows 1..2, offset 9:  offsets [3, 5, 9] over data "aaabbcccc…"
- *   bitmap bytes [1, 2) (9 >> 3 = 1), offset 9 & 7 = 1
- *   data [3, 9) = "bbcccc", offsets [0, 2, 6]
- * ```
- *
- * Left whole (copied whole): a view column's variadic buffers (its views
- * would have to be rewritten) and a dense union's children (each type's rows
- * are a span of their own).
- */
-function cutToRows(slice: Data): Data {
-  const { type, offset, length } = slice;
-  const firstByte = offset >> 3;
-  const bitOffset = offset & 7;
-  const cutBits = <T extends Uint8Array | undefined>(bits: T): T => (bits === undefined || bits === null || bits.byteLength === 0 ? bits : (bits.subarray(firstByte, firstByte + ((bitOffset + length + 7) >> 3)) as T));
-  let valueOffsets = slice.valueOffsets as Int32Array | BigInt64Array | undefined;
-  let values = DataType.isBool(type) ? cutBits(slice.values as Uint8Array) : slice.values;
-  let children = slice.children;
-  const spans = DataType.isUtf8(type) || DataType.isBinary(type) || DataType.isLargeUtf8(type) || DataType.isLargeBinary(type) || DataType.isList(type) || DataType.isLargeList(type) || DataType.isMap(type);
-  if (spans && valueOffsets !== undefined && valueOffsets !== null && valueOffsets.length > length) {
-    const start = Number(valueOffsets[0]);
-    const end = Number(valueOffsets[length]);
-    if (start !== 0) valueOffsets = rebase(valueOffsets, start, length + 1);
-    if (DataType.isList(type) || DataType.isLargeList(type) || DataType.isMap(type)) children = children.map((child) => child.slice(start, end - start));
-    else values = (values as Uint8Array).subarray(start, end);
-  }
-  const buffers = [valueOffsets, values, cutBits(slice.nullBitmap), slice.typeIds];
-  return new Data(type, bitOffset, length, slice.nullCount, buffers as never, children, slice.dictionary, slice.variadicBuffers as Uint8Array[]);
-}
-
-/** The first `count` offsets less `start`, in a fresh array of their kind. */
-function rebase(offsets: Int32Array | BigInt64Array, start: number, count: number): Int32Array | BigInt64Array {
-  if (offsets instanceof BigInt64Array) {
-    const big = BigInt(start);
-    return BigInt64Array.from(offsets.subarray(0, count), (o) => o - big);
-  }
-  return Int32Array.from(offsets.subarray(0, count), (o) => o - start);
 }
 
 function visitViews(data: Data, visit: (view: ArrayBufferView) => void): void {
