@@ -8,6 +8,8 @@
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import { describe, expect, test } from 'vitest';
 import { Bool, Data, DataType, DenseUnion, Dictionary, Field, Int32, LargeBinary, List, makeData, Map_, RecordBatch, Schema, Struct, Table, tableFromIPC, tableToIPC, Utf8, Utf8View, Vector, vectorFromArray } from 'apache-arrow';
+import { columnInconsistency } from '../src/format/validate-column.js';
+import { assertInputBatch } from '../src/writer/input-batch.js';
 import { batchFromTransferable, batchToTransferable, ReceivedDictionaries, SentDictionaries, type TransferableBatch, type TransferMode } from '../src/shuffle/batch-transfer.js';
 import fc from 'fast-check';
 import { batchOf, buildColumn, containsView, schemaOf, sequenceColumn, TYPE_CASES } from './support/columns.js';
@@ -163,6 +165,24 @@ describe("a slice copies the bytes of its rows, not its parent's (arrow-js leave
         expect(prepared.copiedBytes, `rows ${start}..${start + 5}: at most 300 bytes a row`).toBeLessThanOrEqual(5 * 300);
       }
     });
+  }
+});
+
+test("a slice whose offsets or views point past their data crosses as it is, for the writer to refuse (CS_INVALID_ARGUMENT), not as a RangeError or a quietly cut column", () => {
+  const bad = {
+    'utf8 offsets past the data': makeData({ type: new Utf8(), length: 3, nullCount: 0, valueOffsets: Int32Array.of(0, 2, 4, 90), data: new Uint8Array(8) }),
+    'utf8 offsets going backwards': makeData({ type: new Utf8(), length: 3, nullCount: 0, valueOffsets: Int32Array.of(0, 6, 2, 4), data: new Uint8Array(8) }),
+    'list offsets past the child': makeData({ type: new List(new Field('item', new Int32(), true)), length: 3, nullCount: 0, valueOffsets: Int32Array.of(0, 1, 2, 9), child: makeData({ type: new Int32(), length: 4, nullCount: 0, data: new Int32Array(4) }) }),
+    'views shorter than their rows': new Data(new Utf8View(), 0, 3, 0, [undefined, new Uint8Array(20), undefined] as never, [], undefined, [new Uint8Array(64)]),
+  };
+  for (const [name, column] of Object.entries(bad)) {
+    const parent = batchOf(new Schema([new Field('v', column.type, true)]), [column], 3);
+    const sent = parent.slice(1, 3);
+    const expected = columnInconsistency(sent.data.children[0]!, { dictionaryIndices: false });
+    expect(expected, `${name}: the writer's own check finds it`).not.toBeNull();
+    const { received } = sendThroughChannel(sent, 'copy');
+    expect(columnInconsistency(received.data.children[0]!, { dictionaryIndices: false }), name).toBe(expected);
+    expect(() => assertInputBatch(received, 'write'), name).toThrow(expect.objectContaining({ code: 'CS_INVALID_ARGUMENT' }));
   }
 });
 

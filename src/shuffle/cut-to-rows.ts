@@ -35,10 +35,10 @@ export function cutToRows(node: Data): Data {
   let values: unknown = DataType.isBool(type) ? cutBits(node.values as Uint8Array) : node.values;
   let children = node.children;
   let variadic = node.variadicBuffers;
-  if (hasSpans(type) && valueOffsets !== undefined && valueOffsets !== null && valueOffsets.length > length) {
-    const start = Number(valueOffsets[0]);
-    const end = Number(valueOffsets[length]);
-    if (start !== 0) valueOffsets = rebase(valueOffsets, start, length + 1);
+  const span = hasSpans(type) ? spanOf(node) : null;
+  if (span !== null) {
+    const { start, end } = span;
+    if (start !== 0) valueOffsets = rebase(valueOffsets!, start, length + 1);
     if (children.length > 0) children = children.map((child) => child.slice(start, end - start));
     else values = (values as Uint8Array).subarray(start, end);
   } else if (DataType.isDenseUnion(type)) {
@@ -57,6 +57,19 @@ function hasSpans(type: DataType): boolean {
   return DataType.isUtf8(type) || DataType.isBinary(type) || DataType.isLargeUtf8(type) || DataType.isLargeBinary(type) || DataType.isList(type) || DataType.isLargeList(type) || DataType.isMap(type);
 }
 
+/**
+ * What the rows' offsets cover, or null (left whole, for the writer to
+ * refuse) when they do not fit the data or the child they point into.
+ */
+function spanOf(node: Data): { start: number; end: number } | null {
+  const offsets = node.valueOffsets as Int32Array | BigInt64Array | undefined | null;
+  if (offsets === undefined || offsets === null || offsets.length <= node.length) return null;
+  const start = Number(offsets[0]);
+  const end = Number(offsets[node.length]);
+  const limit = node.children.length > 0 ? node.children[0]!.length : (node.values as Uint8Array | undefined)?.length ?? 0;
+  return start >= 0 && start <= end && end <= limit ? { start, end } : null;
+}
+
 /** The first `count` offsets less `start`, in a fresh array of their kind. */
 function rebase(offsets: Int32Array | BigInt64Array, start: number, count: number): Int32Array | BigInt64Array {
   if (offsets instanceof BigInt64Array) {
@@ -66,7 +79,7 @@ function rebase(offsets: Int32Array | BigInt64Array, start: number, count: numbe
   return Int32Array.from(offsets.subarray(0, count), (o) => o - start);
 }
 
-/** Each child cut to the rows this slice's offsets use; null (left whole) for offsets or type ids that point nowhere. */
+/** Each child cut to the rows this slice's offsets use; null (left whole, for the writer to refuse) for offsets or type ids that point nowhere. */
 function cutDenseUnion(node: Data<DenseUnion>): { valueOffsets: Int32Array; children: Data[] } | null {
   const { length, typeIds, valueOffsets, children } = node;
   if (typeIds === undefined || valueOffsets === undefined || typeIds.length < length || valueOffsets.length < length) return null;
@@ -87,10 +100,11 @@ function cutDenseUnion(node: Data<DenseUnion>): { valueOffsets: Int32Array; chil
 
 /**
  * The rows' views, with their long values gathered into one fresh variadic
- * buffer, or null (left whole) when that would not be smaller or a view
- * points outside its buffers. A null row's view becomes an empty value.
+ * buffer, or null (left whole, for the writer to refuse) when that would not
+ * be smaller or a view points outside its buffers. A null row's view becomes an empty value.
  */
 function cutViews(views: Uint8Array, variadic: readonly Uint8Array[], length: number, isValid: (row: number) => boolean): { views: Uint8Array; variadic: Uint8Array[] } | null {
+  if (views.byteLength < length * VIEW_BYTES) return null;
   const view = new DataView(views.buffer, views.byteOffset, views.byteLength);
   const value: ViewValue = { bytes: views, start: 0, length: 0 };
   let longBytes = 0;
