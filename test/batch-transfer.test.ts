@@ -173,6 +173,7 @@ test("a slice whose offsets or views point past their data crosses as it is, for
     'utf8 offsets past the data': makeData({ type: new Utf8(), length: 3, nullCount: 0, valueOffsets: Int32Array.of(0, 2, 4, 90), data: new Uint8Array(8) }),
     'utf8 offsets going backwards': makeData({ type: new Utf8(), length: 3, nullCount: 0, valueOffsets: Int32Array.of(0, 6, 2, 4), data: new Uint8Array(8) }),
     'list offsets past the child': makeData({ type: new List(new Field('item', new Int32(), true)), length: 3, nullCount: 0, valueOffsets: Int32Array.of(0, 1, 2, 9), child: makeData({ type: new Int32(), length: 4, nullCount: 0, data: new Int32Array(4) }) }),
+    'dense union offsets past the child': makeData({ type: new DenseUnion([0], [new Field('n', new Int32(), true)]), length: 3, nullCount: 0, typeIds: Int8Array.of(0, 0, 0), valueOffsets: Int32Array.of(0, 1, 7), children: [makeData({ type: new Int32(), length: 2, nullCount: 0, data: new Int32Array(2) })] }),
     'views shorter than their rows': new Data(new Utf8View(), 0, 3, 0, [undefined, new Uint8Array(20), undefined] as never, [], undefined, [new Uint8Array(64)]),
   };
   for (const [name, column] of Object.entries(bad)) {
