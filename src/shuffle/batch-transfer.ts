@@ -236,7 +236,7 @@ function decodeData(t: TransferableData, type: DataType, received: ReceivedDicti
  * unions. Moving one of those with the first slice sent left the others
  * detached. A slice is told by an offset other than 0 or a cut buffer (one
  * that is not all of its ArrayBuffer); its buffers and its children's are
- * copied. Bit buffers are copied always (an eighth of a byte per row): a
+ * copied, cut to its rows (cutToRows). Bit buffers are copied always (an eighth of a byte per row): a
  * slice of Bool columns alone has no cut buffer to tell it by.
  */
 function isSlice(data: Data): boolean {

@@ -45,7 +45,9 @@ export function cutToRows(node: Data): Data {
     const cut = cutDenseUnion(node as Data<DenseUnion>);
     if (cut !== null) ({ valueOffsets, children } = cut);
   } else if ((DataType.isUtf8View(type) || DataType.isBinaryView(type)) && variadic.length > 0) {
-    const cut = cutViews(node.values as Uint8Array, variadic, length, (row) => nullBitmap === undefined || nullBitmap === null || nullBitmap.byteLength === 0 || node.nullCount === 0 || ((nullBitmap[(bitOffset + row) >> 3]! >> ((bitOffset + row) & 7)) & 1) === 1);
+    const allValid = nullBitmap === undefined || nullBitmap === null || nullBitmap.byteLength === 0 || node.nullCount === 0;
+    const isValid = (row: number) => allValid || ((nullBitmap[(bitOffset + row) >> 3]! >> ((bitOffset + row) & 7)) & 1) === 1;
+    const cut = cutViews(node.values as Uint8Array, variadic, length, isValid);
     if (cut !== null) ({ views: values, variadic } = cut);
   }
   const buffers = [valueOffsets, values, nullBitmap, node.typeIds];
