@@ -160,12 +160,13 @@ export class PayloadStore {
     const partitions = [...new Set([...taken.keys(), ...extra.keys()])].sort((a, b) => a - b);
     if (partitions.length === 0) return this.slabs.trim();
     let released = 0;
+    let encodings = new Map<number, ReturnType<ExtraMessages['encode']>>();
     try {
       this.spillFile ??= await SpillFile.create(this.spillDir);
       const file = this.spillFile;
       file.beginRun();
       // evicted buffers are encoded all at once (compressions run in parallel on the libuv pool)
-      const encodings = new Map([...extra].map(([p, more]) => [p, more.encode()]));
+      encodings = new Map([...extra].map(([p, more]) => [p, more.encode()]));
       for (const p of partitions) {
         const chunks: Uint8Array[] = [];
         for (const payload of taken.get(p) ?? []) {
@@ -181,6 +182,8 @@ export class PayloadStore {
       for (const more of extra.values()) more.written(); // their bytes are on disk: their memory may go
       this.spilledBytes += file.endRun();
     } catch (error) {
+      // encodings the run did not get to are waited for, so none fails unhandled or reads evicted buffers once they are freed
+      await Promise.allSettled(encodings.values());
       // the run is dropped and the payloads stay cached, ahead of any added meanwhile
       this.spillFile?.abandonRun();
       for (const [p, list] of taken) this.cached.set(p, [...list, ...(this.cached.get(p) ?? [])]);
