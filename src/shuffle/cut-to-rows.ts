@@ -76,9 +76,13 @@ function spanOf(node: Data): { start: number; end: number } | null {
 function rebase(offsets: Int32Array | BigInt64Array, start: number, count: number): Int32Array | BigInt64Array {
   if (offsets instanceof BigInt64Array) {
     const big = BigInt(start);
-    return BigInt64Array.from(offsets.subarray(0, count), (o) => o - big);
+    const rebased = new BigInt64Array(count);
+    for (let i = 0; i < count; i++) rebased[i] = offsets[i]! - big;
+    return rebased;
   }
-  return Int32Array.from(offsets.subarray(0, count), (o) => o - start);
+  const rebased = new Int32Array(count);
+  for (let i = 0; i < count; i++) rebased[i] = offsets[i]! - start;
+  return rebased;
 }
 
 /** Each child cut to the rows this slice's offsets use; null (left whole, for the writer to refuse) for offsets or type ids that point nowhere. */
