@@ -242,7 +242,8 @@ function decodeData(t: TransferableData, type: DataType, received: ReceivedDicti
 function isSlice(data: Data): boolean {
   if (data.offset !== 0) return true;
   const cut = data.valueOffsets ?? (DataType.isBool(data.type) ? undefined : data.values); // (binary types have offsets)
-  return [cut, data.typeIds].some((view) => view !== undefined && view !== null && view.byteLength > 0 && (view.byteOffset !== 0 || view.byteLength !== view.buffer.byteLength));
+  // (a slice of no rows has its buffers cut to nothing: an empty view of a buffer that is not empty)
+  return [cut, data.typeIds].some((view) => view !== undefined && view !== null && (view.byteOffset !== 0 || view.byteLength !== view.buffer.byteLength));
 }
 
 function visitViews(data: Data, visit: (view: ArrayBufferView) => void): void {
