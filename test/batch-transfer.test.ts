@@ -343,7 +343,7 @@ test('an unknown transfer mode is refused with CS_INVALID_ARGUMENT', () => {
  */
 test('property: random nested batches, their slices and slices of slices cross intact in both modes', () => {
   const seed = process.env.FC_SEED !== undefined ? Number(process.env.FC_SEED) : 0x7a5f;
-  const runs = process.env.FC_RUNS !== undefined ? Number(process.env.FC_RUNS) : 150;
+  const runs = process.env.FC_RUNS !== undefined ? Number(process.env.FC_RUNS) : 400;
   const caseArb = fc.record({
     typeSeed: fc.nat(),
     depth: fc.integer({ min: 1, max: 4 }),
