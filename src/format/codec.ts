@@ -4,7 +4,7 @@ import * as zstd from 'zstd-napi';
 import type * as ZstdBinding from 'zstd-napi/binding.js';
 import { CompressionType } from 'apache-arrow/fb/compression-type';
 import { ShuffleError } from '../errors.js';
-import { compressLz4Frame, decompressSingleBlock } from './lz4-frame.js';
+import { compressLz4Frame, decompressSingleBlock, lz4FrameProblem } from './lz4-frame.js';
 
 /** The body compressions a shuffle output can use; `none` writes uncompressed IPC. */
 export type CodecName = 'lz4' | 'zstd' | 'none';
@@ -52,7 +52,7 @@ const lz4: Codec = {
   decompressSync: decompressSingleBlock,
   // an LZ4 sequence expands at most 255:1; frame headers and block sizes only add to the input
   sizeMismatch: (input, declared) =>
-    declared > input.byteLength * 255 + 64 ? `${input.byteLength} bytes of LZ4 cannot hold ${declared} bytes` : null,
+    declared > input.byteLength * 255 + 64 ? `${input.byteLength} bytes of LZ4 cannot hold ${declared} bytes` : lz4FrameProblem(input, declared),
 };
 
 // zstd-napi has no async one-shot API; its calls are short for shuffle-sized buffers.

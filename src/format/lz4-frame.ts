@@ -113,6 +113,76 @@ export function decompressSingleBlock(frame: Uint8Array, size: number): Uint8Arr
   return uncompressSync(scratch.subarray(0, 4 + blockBytes));
 }
 
+/**
+ * What is wrong with `frame` as the LZ4 frame of a buffer of `size` bytes,
+ * or null: its shape is checked without decoding it, before either decoder
+ * sees it. decompressSingleBlock does not check the header (lz4-napi's frame
+ * decoder does, so damage went unnoticed below SYNC_DECODE_MAX_BYTES and was
+ * reported above), and lz4-napi's frame decoder takes a frame without its
+ * end mark and ignores bytes after it. Arrow C++ refuses an input of less or
+ * more than one frame; so does this.
+ *
+ * ```text
+ * magic 04 22 4D 18 | FLG | BD | [content size: 8] | HC | (size | data | [block checksum: 4])* | 00 00 00 00 | [content checksum: 4]
+ *   FLG  version 01, reserved bit 1 clear, no dictionary id (bit 0: Arrow's frames use none)
+ *   BD   reserved bits clear, block size code 4..7 (64 KiB, 256 KiB, 1 MiB, 4 MiB)
+ *   HC   (xxh32(FLG .. content size) >> 8) & 0xFF
+ *   each block's data at most the maximum block size; `size` at most blocks × that size
+ * ```
+ * The checksums themselves are left to the frame decoder (the single-block
+ * path takes no frame with any).
+ */
+export function lz4FrameProblem(frame: Uint8Array, size: number): string | null {
+  if (frame.byteLength < HEADER_BYTES) return `an LZ4 frame of ${frame.byteLength} bytes is shorter than its header`;
+  if (frame[0] !== MAGIC[0] || frame[1] !== MAGIC[1] || frame[2] !== MAGIC[2] || frame[3] !== MAGIC[3]) return 'the LZ4 frame does not start with its magic number';
+  const flg = frame[4]!;
+  const bd = frame[5]!;
+  if ((flg & FLG_VERSION_MASK) !== 0x40) return `the LZ4 frame's FLG byte 0x${flg.toString(16)} names another version or sets its reserved bit`;
+  if ((flg & FLG_DICTIONARY_ID) !== 0) return 'the LZ4 frame needs a dictionary (Arrow uses none)';
+  const code = bd >> 4;
+  if ((bd & 0x8f) !== 0 || code < 4) return `the LZ4 frame's BD byte 0x${bd.toString(16)} names no block size`;
+  const maxBlock = 1 << (8 + 2 * code);
+  const hasContentSize = (flg & FLG_CONTENT_SIZE) !== 0;
+  const descriptorEnd = 6 + (hasContentSize ? 8 : 0);
+  if (frame.byteLength < descriptorEnd + 1) return `an LZ4 frame of ${frame.byteLength} bytes is shorter than its header`;
+  if (frame[descriptorEnd] !== headerChecksum(frame, descriptorEnd)) return "the LZ4 frame's header checksum does not match its header";
+  if (hasContentSize) {
+    const declared = new DataView(frame.buffer, frame.byteOffset, frame.byteLength).getBigUint64(6, true);
+    if (declared !== BigInt(size)) return `the LZ4 frame declares ${declared} bytes of content`;
+  }
+  const blockChecksum = (flg & FLG_BLOCK_CHECKSUM) !== 0 ? 4 : 0;
+  let at = descriptorEnd + 1;
+  let blocks = 0;
+  for (;;) {
+    if (at + 4 > frame.byteLength) return 'the LZ4 frame ends before its end mark';
+    const field = (frame[at]! | (frame[at + 1]! << 8) | (frame[at + 2]! << 16) | (frame[at + 3]! << 24)) >>> 0;
+    at += 4;
+    if (field === 0) break;
+    const bytes = field & ~UNCOMPRESSED_BIT;
+    if (bytes > maxBlock) return `an LZ4 block of ${bytes} bytes is larger than its frame's maximum block size, ${maxBlock}`;
+    at += bytes + blockChecksum;
+    blocks++;
+  }
+  const end = at + ((flg & FLG_CONTENT_CHECKSUM) !== 0 ? 4 : 0);
+  if (end > frame.byteLength) return 'the LZ4 frame ends before its content checksum';
+  if (end < frame.byteLength) return `${frame.byteLength - end} bytes follow the LZ4 frame's end`;
+  if (size > blocks * maxBlock) return `${blocks} LZ4 blocks of at most ${maxBlock} bytes cannot hold ${size} bytes`;
+  return null;
+}
+
+/** The header checksum byte of the descriptor frame[4, end): remembered for descriptors without a content size (FLG, BD). */
+function headerChecksum(frame: Uint8Array, end: number): number {
+  const key = end === 6 ? (frame[4]! << 8) | frame[5]! : -1;
+  let checksum = key >= 0 ? shortDescriptorChecksums.get(key) : undefined;
+  if (checksum === undefined) {
+    checksum = (xxh32(frame.subarray(4, end), 0) >>> 8) & 0xff;
+    if (key >= 0) shortDescriptorChecksums.set(key, checksum);
+  }
+  return checksum;
+}
+
+const shortDescriptorChecksums = new Map<number, number>();
+
 /** The frame as one array (for tests and one-off use). */
 export async function compressLz4FrameBytes(input: Uint8Array): Promise<Uint8Array> {
   return Buffer.concat(await compressLz4Frame(input));
