@@ -1,8 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { open, realpath, rename, rm, stat, type FileHandle } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { constants, open as openFd } from 'node:fs';
+import { lstat, open, readlink, realpath, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { Socket } from 'node:net';
+import { basename, dirname, join, resolve } from 'node:path';
 import { Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import { Schema, type RecordBatch } from 'apache-arrow';
 import { ioError, ShuffleError } from '../errors.js';
 import { outputPaths, type OutputPaths } from '../format/output-files.js';
@@ -55,7 +59,7 @@ export async function readCommand(args: string[], ctx: CliContext): Promise<numb
       }
       return EXIT_OK;
     }
-    await writeOutputFile(output, outputPaths(prefix), stream, ctx.temporaryFiles);
+    await writeOutputFile(output, outputPaths(prefix), stream, ctx);
     writeLine(ctx.stdout, `partition ${partition}: ${count(stats.rows)} rows in ${plural(stats.batches, 'batch', 'batches')} -> ${output} (${bytes(stats.bytes)})`);
     return EXIT_OK;
   } finally {
@@ -97,19 +101,42 @@ function batchMessages(batch: RecordBatch): Uint8Array {
 
 /**
  * Writes `--output`: a regular file (or a new one) under a temporary name
- * then renamed, so it is either complete or untouched; through a symbolic
- * link, the file it points at; a FIFO, a device or a socket as it is (the
- * rename replaced /dev/null with a regular file). Never one of the shuffle
- * output's own files.
+ * then renamed, so it is either complete or untouched, with the mode the
+ * file had; through a symbolic link, the file it points at (created when it
+ * is not there yet); a FIFO, a device or a socket as it is (the rename
+ * replaced /dev/null with a regular file). Never one of the shuffle output's
+ * own files.
  */
-async function writeOutputFile(path: string, own: OutputPaths, chunks: AsyncIterable<Uint8Array>, temporaryFiles: Set<string>): Promise<void> {
-  const target = await realpath(path).catch(() => path); // a new file: the path as given
+async function writeOutputFile(path: string, own: OutputPaths, chunks: AsyncIterable<Uint8Array>, ctx: CliContext): Promise<void> {
+  const target = await linkTarget(path);
   const ownFiles = await Promise.all([own.data, own.index, own.checksum].map((file) => realpath(file).catch(() => resolve(file))));
-  if (ownFiles.includes(resolve(target))) throw new UsageError(`--output ${path} is a file of the shuffle output itself`, 'read');
+  if (ownFiles.includes(target)) throw new UsageError(`--output ${path} is a file of the shuffle output itself`, 'read');
   const found = await stat(target).catch(() => null);
   if (found?.isDirectory()) throw new ShuffleError('CS_IO', 'cannot write the output file: it is a directory', { file: path });
+  if (found?.isFIFO()) return writeToFifo(target, chunks, ctx.signal);
   if (found !== null && !found.isFile()) return writeInPlace(target, chunks);
-  return writeFileAtomically(target, chunks, temporaryFiles);
+  return writeFileAtomically(target, chunks, ctx.temporaryFiles, found === null ? undefined : found.mode & 0o7777);
+}
+
+/**
+ * The file `path` names once its symbolic links are followed, also when the
+ * last one points at a file that is not there yet (realpath fails then: the
+ * link itself was replaced by the rename, and its target never written).
+ */
+async function linkTarget(path: string): Promise<string> {
+  const real = await realpath(path).catch(() => null);
+  if (real !== null) return real;
+  let current = resolve(path);
+  for (let hops = 0; hops < 40; hops++) {
+    const link = await lstat(current).catch(() => null);
+    if (link === null || !link.isSymbolicLink()) {
+      // not there yet: its directory as realpath gives it, so that the own-files check compares like with like
+      const directory = await realpath(dirname(current)).catch(() => dirname(current));
+      return join(directory, basename(current));
+    }
+    current = resolve(dirname(current), await readlink(current));
+  }
+  throw new ShuffleError('CS_IO', 'cannot write the output file: too many levels of symbolic links', { file: path });
 }
 
 async function writeInPlace(path: string, chunks: AsyncIterable<Uint8Array>): Promise<void> {
@@ -122,6 +149,39 @@ async function writeInPlace(path: string, chunks: AsyncIterable<Uint8Array>): Pr
   await writeAll(handle, chunks, path);
 }
 
+/** How long a FIFO with no reader waits between attempts to open it. */
+const FIFO_RETRY_MS = 50;
+
+/**
+ * Writes into a FIFO once something reads it. A plain open() of a FIFO
+ * without a reader blocks a libuv thread until one comes, and a process with
+ * such a thread cannot exit: no signal ended the command. Opened
+ * non-blocking, it fails with ENXIO until a reader comes, so the signal is
+ * looked at between tries; the writes then go through a pipe stream, which
+ * waits for a full pipe on the event loop, not in a thread.
+ */
+async function writeToFifo(path: string, chunks: AsyncIterable<Uint8Array>, signal: AbortSignal): Promise<void> {
+  let fd: number | undefined;
+  while (fd === undefined) {
+    throwIfInterrupted(signal);
+    try {
+      fd = await promisify(openFd)(path, constants.O_WRONLY | constants.O_NONBLOCK);
+    } catch (cause) {
+      if ((cause as NodeJS.ErrnoException).code !== 'ENXIO') throw ioError('open the output file', path, cause);
+      await sleep(FIFO_RETRY_MS, undefined, { signal }).catch(() => undefined);
+    }
+  }
+  const pipe = new Socket({ fd, readable: false, writable: true });
+  try {
+    await pipeline(Readable.from(chunks, { objectMode: false }), pipe, { signal });
+  } catch (cause) {
+    throwIfInterrupted(signal);
+    throw (cause as NodeJS.ErrnoException).syscall !== undefined ? ioError('write the output file', path, cause) : cause;
+  } finally {
+    pipe.destroy();
+  }
+}
+
 /** Writes `chunks` through `handle` (closed at the end); file-system errors carry a syscall, anything else (a damaged partition) passes through. */
 async function writeAll(handle: FileHandle, chunks: AsyncIterable<Uint8Array>, path: string): Promise<void> {
   await pipeline(Readable.from(chunks, { objectMode: false }), handle.createWriteStream() as Writable).catch((cause: unknown) => {
@@ -131,25 +191,28 @@ async function writeAll(handle: FileHandle, chunks: AsyncIterable<Uint8Array>, p
 
 /**
  * Writes under a temporary name and renames, so FILE is either complete or
- * untouched. The temporary name is in `temporaryFiles` meanwhile, for a
- * second signal to remove it (CliContext.temporaryFiles).
+ * untouched; `mode`: the permissions of the file it replaces, kept (a
+ * private file stays private). The temporary name is in `temporaryFiles`
+ * meanwhile, for a second signal to remove it (CliContext.temporaryFiles).
  */
-async function writeFileAtomically(path: string, chunks: AsyncIterable<Uint8Array>, temporaryFiles: Set<string>): Promise<void> {
+async function writeFileAtomically(path: string, chunks: AsyncIterable<Uint8Array>, temporaryFiles: Set<string>, mode: number | undefined): Promise<void> {
   const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
   temporaryFiles.add(temp);
   let handle;
   try {
     try {
-      handle = await open(temp, 'wx');
+      handle = await open(temp, 'wx', mode ?? 0o666);
     } catch (cause) {
       throw ioError('create the output file', path, cause);
     }
     try {
+      if (mode !== undefined) await handle.chmod(mode);
       await writeAll(handle, chunks, path);
       await rename(temp, path).catch((cause: unknown) => {
         throw ioError('rename the output file into place', path, cause);
       });
     } catch (error) {
+      await handle.close().catch(() => undefined); // (writeAll closes it, but not a chmod that failed)
       await rm(temp, { force: true });
       throw error;
     }

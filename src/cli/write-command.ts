@@ -206,13 +206,13 @@ function report(ctx: CliContext, options: WriteArgs, used: WriterKind, memoryLim
       : partitioning.kind === 'range'
         ? `range(${partitioning.keys.map((k) => k.column + (k.descending ? ' desc' : '')).join(', ')}) with the bounds of ${partitioning.bounds}`
         : partitioning.kind;
-  writeLine(ctx.stdout, `wrote ${count(result.rows)} rows (${plural(result.batches, 'input batch', 'input batches')}, Arrow ${format}) into ${count(result.numPartitions)} partitions by ${how}`);
+  writeLine(ctx.stdout, `wrote ${count(result.rows)} rows (${plural(result.batches, 'input batch', 'input batches')}, Arrow ${format}) into ${plural(result.numPartitions, 'partition', 'partitions')} by ${how}`);
   writeLine(ctx.stdout, `  ${result.paths.data}  ${bytes(result.bytesWritten)} (${options.codec}, ${used === 'hash' ? 'columnar hash writer' : 'sort writer: rows'}${options.writer === 'auto' ? ', chosen by auto' : ''})`);
   writeLine(ctx.stdout, `  ${result.paths.index}`);
   writeLine(ctx.stdout, `  ${result.paths.checksum}`);
   writeLine(
     ctx.stdout,
-    `  ${count(nonEmpty.length)} non-empty partitions` +
+    `  ${plural(nonEmpty.length, 'non-empty partition', 'non-empty partitions')}` +
       (nonEmpty.length > 0 ? `, ${count(min)} to ${count(max)} rows each` : ''),
   );
   if (result.spills > 0 || options.memoryLimit !== undefined) {
