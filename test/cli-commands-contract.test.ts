@@ -363,3 +363,14 @@ test('the summary of a write into one partition says so in the singular', async 
   expect(run.stdout).toMatch(/ into 1 partition by single\n/);
   expect(run.stdout).toContain('\n  1 non-empty partition, 30 to 30 rows each\n');
 });
+
+test('numbers group their digits with single underscores, as JavaScript does: 1_000 is taken, _2, 2_ and 1__0 are usage errors', async () => {
+  expect((await cli(['write', input, '-p', '1_0', '--partitioning', 'round-robin', '-o', join(dir, 'grouped')])).code).toBe(0);
+  for (const text of ['_2', '2_', '1__0']) {
+    const run = await cli(['write', input, '-p', text, '--partitioning', 'round-robin', '-o', join(dir, 'bad')]);
+    expect(run.code, text).toBe(2);
+    expect(run.stderr, text).toContain(`--partitions must be an integer in [1, `);
+  }
+  expect(parseByteSize('1_024KiB')).toBe(1024 * 1024);
+  for (const text of ['1__0MiB', '1_MiB', '_1MiB']) expect(parseByteSize(text), text).toBeNull();
+});

@@ -82,10 +82,13 @@ export function requiredPositional(parsed: ParsedArgs, index: number, what: stri
   return value;
 }
 
-/** A decimal integer in [min, max], e.g. `--partitions 200`. */
+/** Digits, grouped by single underscores as in a JavaScript number literal: 1000, 1_000 (not _1, 1_, 1__0). */
+const DIGITS = /^[0-9]+(?:_[0-9]+)*$/;
+
+/** A decimal integer in [min, max], e.g. `--partitions 200` or `1_000`. */
 export function integerOption(text: string | undefined, name: string, command: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
   if (text === undefined) return undefined;
-  const value = /^[0-9]+$/.test(text.replaceAll('_', '')) ? Number(text.replaceAll('_', '')) : NaN;
+  const value = DIGITS.test(text) ? Number(text.replaceAll('_', '')) : NaN;
   if (!Number.isSafeInteger(value) || value < min || value > max) {
     const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `in [${min}, ${max}]`;
     throw new UsageError(`--${name} must be an integer ${range}, got '${text}'`, command);
@@ -123,7 +126,7 @@ const BYTE_UNITS: Record<string, number> = {
  * null unless the result is a whole number of bytes >= 1 and <= 2^53 - 1.
  */
 export function parseByteSize(text: string): number | null {
-  const match = /^([0-9][0-9_]*(?:\.[0-9]+)?)\s?([a-z]+)?$/i.exec(text.trim());
+  const match = /^([0-9]+(?:_[0-9]+)*(?:\.[0-9]+)?)\s?([a-z]+)?$/i.exec(text.trim());
   if (match === null) return null;
   const [, number, unit] = match;
   const digits = number!.replaceAll('_', '');
