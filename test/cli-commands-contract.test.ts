@@ -23,19 +23,9 @@ import { createProgress, render } from '../src/cli/progress.js';
 import { ShuffleError } from '../src/errors.js';
 import { crc32cOf, encodeChecksums, encodeIndex, outputPaths } from '../src/format/output-files.js';
 import { ShuffleReader } from '../src/reader/shuffle-reader.js';
-import { cli } from './support/cli-run.js';
+import { cli, ids } from './support/cli-run.js';
 import { makeTempDir, listFiles, removeDir } from './support/temp-dir.js';
 import { textSink } from './support/text-sink.js';
-
-/** Ids [0, rows) as Int64, in batches of `perBatch`. */
-function ids(rows: number, perBatch = rows): Table {
-  const batches = [];
-  for (let start = 0; start < rows; start += perBatch) {
-    const n = Math.min(perBatch, rows - start);
-    batches.push(...new Table({ id: vectorFromArray(BigInt64Array.from({ length: n }, (_, i) => BigInt(start + i))) }).batches);
-  }
-  return new Table(batches);
-}
 
 /** A stream a terminal would be: isTTY, 80 columns. */
 function terminal(): ReturnType<typeof textSink> {

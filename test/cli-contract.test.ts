@@ -19,7 +19,7 @@ import { crc32cOf, encodeChecksums, encodeIndex, outputPaths } from '../src/form
 import { createProgress } from '../src/cli/progress.js';
 import { makeTempDir, listFiles, removeDir } from './support/temp-dir.js';
 import { textSink } from './support/text-sink.js';
-import { cli } from './support/cli-run.js';
+import { cli, ids } from './support/cli-run.js';
 
 
 /** A stdout whose every write fails with `code` (EPIPE: the reader went away; ENOSPC: a full disk). */
@@ -29,16 +29,6 @@ function failingStdout(code: string): Writable {
       callback(Object.assign(new Error(`write ${code}`), { code, syscall: 'write', errno: -1 }));
     },
   });
-}
-
-/** `rows` ids in batches of `perBatch`: Int64, so that each batch is perBatch * 8 bytes of data. */
-function ids(rows: number, perBatch: number): Table {
-  const batches = [];
-  for (let start = 0; start < rows; start += perBatch) {
-    const n = Math.min(perBatch, rows - start);
-    batches.push(...new Table({ id: vectorFromArray(BigInt64Array.from({ length: n }, (_, i) => BigInt(start + i))) }).batches);
-  }
-  return new Table(batches);
 }
 
 let dir = '';

@@ -1,3 +1,4 @@
+import { Table, vectorFromArray } from 'apache-arrow';
 import { main, type MainOptions } from '../../src/cli/main.js';
 import { textSink } from './text-sink.js';
 
@@ -14,4 +15,14 @@ export async function cli(argv: string[], options: Partial<MainOptions> = {}): P
   const err = textSink();
   const code = await main(argv, { stdout: out.stream, stderr: err.stream, signal: new AbortController().signal, ...options });
   return { code, stdout: out.text(), stderr: err.text() };
+}
+
+/** Ids [0, rows) as Int64, in batches of `perBatch` (each perBatch * 8 bytes of data): a CLI input whose rows are easy to check. */
+export function ids(rows: number, perBatch = rows): Table {
+  const batches = [];
+  for (let start = 0; start < rows; start += perBatch) {
+    const n = Math.min(perBatch, rows - start);
+    batches.push(...new Table({ id: vectorFromArray(BigInt64Array.from({ length: n }, (_, i) => BigInt(start + i))) }).batches);
+  }
+  return new Table(batches);
 }
