@@ -23,7 +23,7 @@ export interface MapOutputWriterOptions extends Omit<SortShuffleWriterOptions, '
   dir: string;
   /** Shuffle id, map id (also the round-robin seed) and attempt number. */
   id: MapOutputId;
-  /** Where the attempt's spill directory `shuffle_<s>_<m>_<a>.spill` is made (default: `dir`); it is removed when the attempt ends. */
+  /** Where the attempt's spill directory `shuffle_<s>_<m>_<a>.spill` is made (default: `dir`; it must exist); it is removed when the attempt ends. */
   spillRoot?: string;
 }
 
@@ -59,13 +59,17 @@ export class MapOutputWriter {
     const kind = options.writer ?? 'hash';
     assertWriterChoice(kind); // before anything is created
     await assertDirectory(options.dir);
+    // a spill root that is not there is refused, as the writers refuse a spill directory: made here, a typo or an
+    // unmounted volume became a directory (with its parents) that no cleanup removes
+    if (options.spillRoot !== undefined) await assertDirectory(options.spillRoot, 'spill');
     const { dir, id, spillRoot, writer: _, ...writerOptions } = options;
     const prefix = mapOutputPrefix(dir, id);
     const spillDir = mapOutputSpillDir(spillRoot ?? dir, id);
     try {
-      await mkdir(spillDir, { recursive: true });
+      await mkdir(spillDir);
     } catch (cause) {
-      throw ioError('create the spill directory', spillDir, cause);
+      // (a killed attempt of this number may have left it: its files go with the directory at the end)
+      if ((cause as NodeJS.ErrnoException).code !== 'EEXIST') throw ioError('create the spill directory', spillDir, cause);
     }
     try {
       const writer = await createShuffleWriter(kind, { ...writerOptions, outputPrefix: prefix, mapId: id.mapId, spillDir, overwrite: false });
