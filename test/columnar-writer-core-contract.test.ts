@@ -8,12 +8,13 @@
 import { join } from 'node:path';
 import { Field, Int32, makeData, RecordBatch, Schema, Struct, Table, Utf8, Utf8View, vectorFromArray } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
-import { MemoryPool, ShuffleError, ShuffleReader, ShuffleWriter, type ShuffleWriterOptions } from '../src/index.js';
+import { MemoryPool, ShuffleError, ShuffleWriter, type ShuffleWriterOptions } from '../src/index.js';
 import { PayloadStore } from '../src/spill/payload-store.js';
 import { batchBufferBytes } from '../src/writer/input-staging.js';
 import { batchOf as batchOfColumns, buildColumn } from './support/columns.js';
 import { Rng } from './support/random.js';
 import { listFiles, makeTempDir, removeDir } from './support/temp-dir.js';
+import { readValuesAndSizes } from './support/shuffle-harness.js';
 
 let dir: string;
 beforeEach(async () => (dir = await makeTempDir('cs-core-')));
@@ -56,25 +57,7 @@ function options(overrides: Partial<ShuffleWriterOptions> = {}): ShuffleWriterOp
 }
 
 /** Every partition's `v` values in the order read, and each record batch's rows. */
-async function readBack(prefix = join(dir, 'out')): Promise<{ values: number[][]; sizes: number[][] }> {
-  const reader = await ShuffleReader.open(prefix);
-  const values: number[][] = [];
-  const sizes: number[][] = [];
-  try {
-    for (let p = 0; p < reader.numPartitions; p++) {
-      values.push([]);
-      sizes.push([]);
-      for await (const batch of reader.readPartition(p)) {
-        sizes[p]!.push(batch.numRows);
-        const v = batch.getChild('v')!;
-        for (let i = 0; i < batch.numRows; i++) values[p]!.push(v.get(i) as number);
-      }
-    }
-  } finally {
-    await reader.close();
-  }
-  return { values, sizes };
-}
+const readBack = (prefix = join(dir, 'out')) => readValuesAndSizes(prefix);
 
 const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
 /**

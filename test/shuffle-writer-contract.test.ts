@@ -8,10 +8,11 @@ import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Dictionary, Field, Int32, makeData, RecordBatch, Schema, Struct, Utf8, vectorFromArray } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { MemoryPool, ShuffleError, ShuffleReader, ShuffleWriter, type ShuffleWriterOptions } from '../src/index.js';
+import { MemoryPool, ShuffleError, ShuffleWriter, type ShuffleWriterOptions } from '../src/index.js';
 import { OneCallAtATime, writerAborted, type WriterState } from '../src/writer/writer-calls.js';
 import { PayloadStore } from '../src/spill/payload-store.js';
 import { listFiles, makeTempDir, removeDir } from './support/temp-dir.js';
+import { readValuesAndSizes } from './support/shuffle-harness.js';
 
 let dir: string;
 beforeEach(async () => (dir = await makeTempDir('cs-contract-')));
@@ -30,24 +31,7 @@ function options(overrides: Partial<ShuffleWriterOptions> = {}): ShuffleWriterOp
 }
 
 /** Every partition's values (in the order read) and each output batch's rows. */
-async function readBack(prefix: string): Promise<{ values: number[][]; sizes: number[][] }> {
-  const reader = await ShuffleReader.open(prefix);
-  const values: number[][] = [];
-  const sizes: number[][] = [];
-  try {
-    for (let p = 0; p < reader.numPartitions; p++) {
-      values.push([]);
-      sizes.push([]);
-      for await (const batch of reader.readPartition(p)) {
-        sizes[p]!.push(batch.numRows);
-        for (const row of batch) values[p]!.push(row!.v as number);
-      }
-    }
-  } finally {
-    await reader.close();
-  }
-  return { values, sizes };
-}
+const readBack = (prefix: string) => readValuesAndSizes(prefix);
 
 const inOrder = (n: number) => Array.from({ length: n }, (_, i) => i);
 const sorted = (values: number[][]) => values.flat().sort((a, b) => a - b);

@@ -197,6 +197,27 @@ function clip(s: string): string {
   return s.length > 200 ? `${s.slice(0, 200)}…` : s;
 }
 
+/** Every partition's `column` values in the order read, and each of its record batches' rows. */
+export async function readValuesAndSizes(prefix: string, column = 'v'): Promise<{ values: number[][]; sizes: number[][] }> {
+  const reader = await ShuffleReader.open(prefix);
+  const values: number[][] = [];
+  const sizes: number[][] = [];
+  try {
+    for (let p = 0; p < reader.numPartitions; p++) {
+      values.push([]);
+      sizes.push([]);
+      for await (const batch of reader.readPartition(p)) {
+        sizes[p]!.push(batch.numRows);
+        const vector = batch.getChild(column)!;
+        for (let i = 0; i < batch.numRows; i++) values[p]!.push(vector.get(i) as number);
+      }
+    }
+  } finally {
+    await reader.close();
+  }
+  return { values, sizes };
+}
+
 /** Every `k` value of the output at `prefix`, sorted (for claims about which rows an output holds). */
 export async function readKeys(prefix: string): Promise<number[]> {
   const reader = await ShuffleReader.open(prefix);
