@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { constants, open as openFd } from 'node:fs';
-import { lstat, open, readlink, realpath, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { lstat, open, readlink, realpath, rename, rm, stat } from 'node:fs/promises';
 import { Socket } from 'node:net';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Readable, type Writable } from 'node:stream';
@@ -114,8 +114,8 @@ async function writeOutputFile(path: string, own: OutputPaths, chunks: AsyncIter
   const found = await stat(target).catch(() => null);
   if (found?.isDirectory()) throw new ShuffleError('CS_IO', 'cannot write the output file: it is a directory', { file: path });
   if (found?.isFIFO()) return writeToFifo(target, chunks, ctx.signal);
-  if (found !== null && !found.isFile()) return writeInPlace(target, chunks);
-  return writeFileAtomically(target, chunks, ctx.temporaryFiles, found === null ? undefined : found.mode & 0o7777);
+  if (found !== null && !found.isFile()) return writeInPlace(target, chunks, ctx.signal);
+  return writeFileAtomically(target, chunks, ctx, found === null ? undefined : found.mode & 0o7777);
 }
 
 /**
@@ -139,14 +139,14 @@ async function linkTarget(path: string): Promise<string> {
   throw new ShuffleError('CS_IO', 'cannot write the output file: too many levels of symbolic links', { file: path });
 }
 
-async function writeInPlace(path: string, chunks: AsyncIterable<Uint8Array>): Promise<void> {
+async function writeInPlace(path: string, chunks: AsyncIterable<Uint8Array>, signal: AbortSignal): Promise<void> {
   let handle;
   try {
     handle = await open(path, 'w');
   } catch (cause) {
     throw ioError('open the output file', path, cause);
   }
-  await writeAll(handle, chunks, path);
+  await writeAll(handle.createWriteStream(), chunks, path, signal);
 }
 
 /** How long a FIFO with no reader waits between attempts to open it. */
@@ -165,7 +165,7 @@ async function writeToFifo(path: string, chunks: AsyncIterable<Uint8Array>, sign
   while (fd === undefined) {
     throwIfInterrupted(signal);
     try {
-      fd = await promisify(openFd)(path, constants.O_WRONLY | constants.O_NONBLOCK);
+      fd = await openFile(path, constants.O_WRONLY | constants.O_NONBLOCK);
     } catch (cause) {
       if ((cause as NodeJS.ErrnoException).code !== 'ENXIO') throw ioError('open the output file', path, cause);
       await sleep(FIFO_RETRY_MS, undefined, { signal }).catch(() => undefined);
@@ -173,30 +173,36 @@ async function writeToFifo(path: string, chunks: AsyncIterable<Uint8Array>, sign
   }
   const pipe = new Socket({ fd, readable: false, writable: true });
   try {
-    await pipeline(Readable.from(chunks, { objectMode: false }), pipe, { signal });
-  } catch (cause) {
-    throwIfInterrupted(signal);
-    throw (cause as NodeJS.ErrnoException).syscall !== undefined ? ioError('write the output file', path, cause) : cause;
+    await writeAll(pipe, chunks, path, signal);
   } finally {
     pipe.destroy();
   }
 }
 
-/** Writes `chunks` through `handle` (closed at the end); file-system errors carry a syscall, anything else (a damaged partition) passes through. */
-async function writeAll(handle: FileHandle, chunks: AsyncIterable<Uint8Array>, path: string): Promise<void> {
-  await pipeline(Readable.from(chunks, { objectMode: false }), handle.createWriteStream() as Writable).catch((cause: unknown) => {
+const openFile = promisify(openFd);
+
+/**
+ * Writes `chunks` into `sink` (ended, and a file stream's handle closed, at the end); an aborted `signal`
+ * stops it (Interrupted); file-system errors carry a syscall, anything else (a damaged partition) passes through.
+ */
+async function writeAll(sink: Writable, chunks: AsyncIterable<Uint8Array>, path: string, signal: AbortSignal): Promise<void> {
+  try {
+    await pipeline(Readable.from(chunks, { objectMode: false }), sink, { signal });
+  } catch (cause) {
+    throwIfInterrupted(signal);
     throw (cause as NodeJS.ErrnoException).syscall !== undefined ? ioError('write the output file', path, cause) : cause;
-  });
+  }
 }
 
 /**
  * Writes under a temporary name and renames, so FILE is either complete or
  * untouched; `mode`: the permissions of the file it replaces, kept (a
- * private file stays private). The temporary name is in `temporaryFiles`
- * meanwhile, for a second signal to remove it (CliContext.temporaryFiles).
+ * private file stays private). The temporary name is in
+ * `ctx.temporaryFiles` meanwhile, for a second signal to remove it.
  */
-async function writeFileAtomically(path: string, chunks: AsyncIterable<Uint8Array>, temporaryFiles: Set<string>, mode: number | undefined): Promise<void> {
+async function writeFileAtomically(path: string, chunks: AsyncIterable<Uint8Array>, ctx: CliContext, mode: number | undefined): Promise<void> {
   const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+  const { temporaryFiles } = ctx;
   temporaryFiles.add(temp);
   let handle;
   try {
@@ -207,7 +213,7 @@ async function writeFileAtomically(path: string, chunks: AsyncIterable<Uint8Arra
     }
     try {
       if (mode !== undefined) await handle.chmod(mode);
-      await writeAll(handle, chunks, path);
+      await writeAll(handle.createWriteStream(), chunks, path, ctx.signal);
       await rename(temp, path).catch((cause: unknown) => {
         throw ioError('rename the output file into place', path, cause);
       });
