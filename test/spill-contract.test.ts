@@ -663,3 +663,22 @@ test('PayloadStore: a spill run that fails handles every eviction encoding it st
   await new Promise((resolve) => setTimeout(resolve, 40));
   expect(handled).toBe(true);
 });
+
+/**
+ * An eviction the pool cannot give memory for is retried as a spill of the partition's rows; an
+ * eviction that fails otherwise (here the allocation of a compressed payload's arena) is a failure
+ * of the writer, not a memory limit, and is reported, not retried.
+ */
+test('hash writer: an eviction that fails with an error other than CS_MEMORY_LIMIT fails the write and aborts the writer (it is not retried as a spill)', async () => {
+  const pool = new MemoryPool(64 << 20);
+  const writer = await ShuffleWriter.create(writerOptions(pool, { codec: 'lz4', maxBatchRows: 1000, mergeThreshold: 0 }));
+  const failure = new RangeError('Array buffer allocation failed');
+  const take = vi.spyOn(pool.recycler, 'takeUnzeroed').mockImplementationOnce(() => {
+    throw failure;
+  });
+  await expect(writer.write(rowsBatch(0, 20_000, 4))).rejects.toBe(failure);
+  expect(take).toHaveBeenCalledTimes(1);
+  await expect(writer.write(rowsBatch(20_000, 10, 4))).rejects.toMatchObject({ code: 'CS_WRITER_CLOSED' });
+  expect(await listFiles(dir)).toEqual([]);
+  expect(pool.reserved).toBe(0);
+});
