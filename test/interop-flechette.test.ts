@@ -1,0 +1,163 @@
+/**
+ * A second Arrow implementation reads the columnar writer's partitions: flechette
+ * (@uwdata/flechette), an Arrow IPC decoder written apart from arrow-js, decodes every
+ * partition of every supported type, flat and nested, for each codec. What it decodes must
+ * be what it decodes from the input itself, each input batch written by arrow-js's IPC writer
+ * as a stream of its own (through src/format/table-to-ipc.ts, which rebuilds the view columns
+ * arrow-js 21.2.0 writes wrong), so neither side's bytes come from our writers or our reader.
+ * Every buffer that shrinks is compressed (compressionMinRows and minCompressionSavings 0), and
+ * each compressed buffer's length prefix must be its decoded length.
+ *
+ * polars (interop-polars.test.ts) reads the types it has; flechette also has unions,
+ * intervals, every decimal width and both view types. The sort writer's partitions are
+ * row blocks of its own format, read only by our reader, so they are not here. flechette is
+ * pinned at 2.6.0: 2.7.0 depends on @uwdata/wk-geojson, which the npm registry does not have.
+ */
+import { DataType, DateUnit, Field, Int32, IntervalUnit, makeData, RecordBatch, Schema, type Data } from 'apache-arrow';
+import { CompressionType, setCompressionCodec, tableFromIPC, type Table } from '@uwdata/flechette';
+import { decompressFrameSync } from 'lz4-napi';
+import * as zstd from 'zstd-napi';
+import { join } from 'node:path';
+import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { tableToIpcStream } from '../src/format/table-to-ipc.js';
+import { ShuffleReader, ShuffleWriter, type CodecName, type DictionaryUpdates } from '../src/index.js';
+import { batchOf, buildColumn, TYPE_CASES } from './support/columns.js';
+import { buildAny, NESTED_KINDS, nestedType, type DictionaryContext } from './support/nested.js';
+import { Rng } from './support/random.js';
+import { firstDifference } from './support/shuffle-harness.js';
+import { makeTempDir, removeDir } from './support/temp-dir.js';
+
+const PARTITIONS = 3;
+const CODECS: readonly CodecName[] = ['lz4', 'zstd', 'none'];
+/** exact values: 64-bit integers, timestamps and decimals as bigints, maps as Maps */
+const DECODE = { useBigInt: true, useBigIntTimestamp: true, useDecimalInt: true, useMap: true } as const;
+
+let dir: string;
+beforeEach(async () => (dir = await makeTempDir('cs-flechette-')));
+afterEach(async () => removeDir(dir));
+
+beforeAll(() => {
+  // the codecs' own libraries decode the bytes; flechette reads the length prefixes and the rest
+  setCompressionCodec(CompressionType.LZ4_FRAME, { encode: unsupported, decode: (bytes, length) => ofLength(decompressFrameSync(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)), length) });
+  setCompressionCodec(CompressionType.ZSTD, { encode: unsupported, decode: (bytes, length) => ofLength(zstd.decompress(bytes), length) });
+});
+
+function unsupported(): never {
+  throw new Error('these tests only decode');
+}
+
+/** A buffer's length prefix must be its decoded length, as Arrow C++ and pyarrow require (arrow-js 21.2.0 writes another). */
+function ofLength(decoded: Uint8Array, prefix: number): Uint8Array {
+  if (decoded.byteLength !== prefix) throw new Error(`a compressed buffer's length prefix says ${prefix} bytes, it decodes to ${decoded.byteLength}`);
+  return new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.byteLength); // not a Node Buffer: its values would be Buffers, not Uint8Arrays
+}
+
+/** One canonical line per row: every value as JSON, bigints as "123n", typed arrays (bytes, lists) as arrays, maps as entry lists. */
+function rowsOf(table: Table, without: string | null = null): string[] {
+  const names = table.schema.fields.map((f) => f.name).filter((name) => name !== without);
+  const columns = names.map((name) => table.getChild(name)!);
+  return Array.from({ length: table.numRows }, (_, i) => JSON.stringify(columns.map((column) => column.at(i)), canonical));
+}
+
+function canonical(_key: string, value: unknown): unknown {
+  if (typeof value === 'bigint') return `${value}n`;
+  if (value instanceof Map) return { map: [...value.entries()] };
+  // (flechette gives a list of non-null values as a typed array, and as an array when the child has a validity bitmap: both are valid)
+  if (ArrayBuffer.isView(value)) return Array.from(value as unknown as ArrayLike<number | bigint>, (v) => (typeof v === 'bigint' ? `${v}n` : v));
+  return value;
+}
+
+/** Writes `batches` (column `p` the partition id) with the columnar writer, then decodes each partition's bytes with flechette. */
+async function shuffleAndDecode(batches: RecordBatch[], codec: CodecName, dictionaryUpdates?: DictionaryUpdates): Promise<string[][]> {
+  const prefix = join(dir, 'map');
+  const writer = await ShuffleWriter.create({ numPartitions: PARTITIONS, partitioning: { kind: 'partition-id', column: 'p' }, outputPrefix: prefix, codec, dictionaryUpdates, maxBatchRows: 40, compressionMinRows: 0, minCompressionSavings: 0 });
+  for (const batch of batches) await writer.write(batch);
+  await writer.finish();
+  const reader = await ShuffleReader.open(prefix);
+  try {
+    const partitions: string[][] = [];
+    for (let p = 0; p < PARTITIONS; p++) partitions.push(rowsOf(tableFromIPC(await reader.partitionBytes(p), DECODE)));
+    return partitions;
+  } finally {
+    await reader.close();
+  }
+}
+
+/** What each partition should hold: flechette's rows of each input batch (written alone by arrow-js), less `p`, in input order. */
+function expectedPartitions(batches: RecordBatch[]): string[][] {
+  const expected: string[][] = Array.from({ length: PARTITIONS }, () => []);
+  for (const batch of batches) {
+    const rows = rowsOf(tableFromIPC(tableToIpcStream(batch), DECODE), 'p');
+    const ids = batch.getChild('p')!;
+    rows.forEach((row, i) => expected[ids.get(i) as number]!.push(row));
+  }
+  return expected;
+}
+
+/**
+ * flechette gives dates in milliseconds and a month-day-nano interval's nanoseconds as JS
+ * numbers, and refuses a value past 2^53: such values (random 64-bit ones, at any depth)
+ * get their top 16 bits cleared.
+ */
+function withinNumbers(data: Data): Data {
+  const { type } = data;
+  const wide = (DataType.isDate(type) && type.unit === DateUnit.MILLISECOND) || (DataType.isInterval(type) && type.unit === IntervalUnit.MONTH_DAY_NANO);
+  if (wide && data.values !== undefined) {
+    const bytes = new Uint8Array(data.values.buffer, data.values.byteOffset, data.values.byteLength);
+    const stride = DataType.isDate(type) ? 8 : 16;
+    // the int64 is the slot's last 8 bytes (a date's only ones, an interval's nanoseconds), little-endian: its top 2 bytes last
+    for (let slot = 0; slot + stride <= bytes.length; slot += stride) bytes.fill(0, slot + stride - 2, slot + stride);
+  }
+  for (const child of data.children) withinNumbers(child);
+  for (const chunk of data.dictionary?.data ?? []) withinNumbers(chunk);
+  return data;
+}
+
+/** Each partition's rows against what it should hold: the first difference, or null. */
+function difference(got: string[][], expected: string[][], type: DataType): string | null {
+  for (let p = 0; p < PARTITIONS; p++) {
+    const found = firstDifference(got[p]!, expected[p]!, `${String(type)}, partition ${p}`);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+/** Batches of (value of `type`, p): `count` batches of 0-150 rows, the partition ids random. */
+function batchesOf(type: DataType, rng: Rng, makeValues: (rows: number) => Data, count = rng.int(1, 3)): RecordBatch[] {
+  const schema = new Schema([new Field('v', type, true), new Field('p', new Int32(), false)]);
+  return Array.from({ length: count }, () => {
+    const rows = rng.int(0, 150);
+    const p = Int32Array.from({ length: rows }, () => rng.int(0, PARTITIONS - 1));
+    return batchOf(schema, [withinNumbers(makeValues(rows)), makeData({ type: new Int32(), length: rows, nullCount: 0, data: p })], rows);
+  });
+}
+
+describe.each(CODECS)('flechette decodes the columnar writer\'s partitions as it decodes the input (codec %s)', (codec) => {
+  test.each(TYPE_CASES.map((c) => [c.name, c] as const))('%s', async (_name, typeCase) => {
+    const rng = new Rng(1000 + TYPE_CASES.indexOf(typeCase) * 7 + CODECS.indexOf(codec));
+    const type = typeCase.make();
+    const batches = batchesOf(type, rng, (rows) => buildColumn(type, rows, { bitmap: true, nullRate: rng.pick([0, 0.2, 1]) }, rng));
+    const got = await shuffleAndDecode(batches, codec);
+    expect(difference(got, expectedPartitions(batches), type)).toBeNull();
+    expect(got.flat().length).toBe(batches.reduce((sum, b) => sum + b.numRows, 0));
+  });
+
+  for (const kind of NESTED_KINDS) {
+    test.each([1, 2, 3])(`${kind}, nested (seed %i)`, async (seed) => {
+      const rng = new Rng(seed * 104729 + NESTED_KINDS.indexOf(kind) * 31 + CODECS.indexOf(codec));
+      const type = nestedType(kind, rng, rng.int(1, 3));
+      const dictionaries: DictionaryContext = new Map();
+      const batches = batchesOf(type, rng, (rows) => buildAny(type, rows, rng, { nullRate: 0.2, dictionaries }));
+      const got = await shuffleAndDecode(batches, codec, kind === 'dictionary' ? 'replacement' : undefined);
+      expect(difference(got, expectedPartitions(batches), type)).toBeNull();
+    });
+  }
+});
+
+test('flechette reads dictionary deltas too: a partition whose dictionary grows over three batches', async () => {
+  const rng = new Rng(77);
+  const type = nestedType('dictionary', rng, 1);
+  const dictionaries: DictionaryContext = new Map();
+  const batches = batchesOf(type, rng, (rows) => buildAny(type, rows, rng, { nullRate: 0.1, dictionaries, dictionaryMode: 'extend' }), 3);
+  expect(difference(await shuffleAndDecode(batches, 'lz4', 'delta'), expectedPartitions(batches), type)).toBeNull();
+});
