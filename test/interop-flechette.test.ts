@@ -1,10 +1,11 @@
 /**
  * A second Arrow implementation reads the columnar writer's partitions: flechette
  * (@uwdata/flechette), an Arrow IPC decoder written apart from arrow-js, decodes every
- * partition of every supported type, flat and nested, for each codec. What it decodes must
- * be what it decodes from the input itself, each input batch written by arrow-js's IPC writer
- * as a stream of its own (through src/format/table-to-ipc.ts, which rebuilds the view columns
- * arrow-js 21.2.0 writes wrong), so neither side's bytes come from our writers or our reader.
+ * partition of every supported type, flat and nested, whole and sliced, for each codec.
+ * What it decodes must be what it decodes from the input itself, each input batch written
+ * by arrow-js's IPC writer as a stream of its own (through src/format/table-to-ipc.ts, which
+ * rebuilds the view columns arrow-js 21.2.0 writes wrong), so neither side's bytes come from
+ * our writers or our reader.
  * Every buffer that shrinks is compressed (compressionMinRows and minCompressionSavings 0), and
  * each compressed buffer's length prefix must be its decoded length.
  *
@@ -122,13 +123,17 @@ function difference(got: string[][], expected: string[][], type: DataType): stri
   return null;
 }
 
-/** Batches of (value of `type`, p): `count` batches of 0-150 rows, the partition ids random. */
+/** Batches of (value of `type`, p): `count` batches of 0-150 rows, half of them slices, the partition ids random. */
 function batchesOf(type: DataType, rng: Rng, makeValues: (rows: number) => Data, count = rng.int(1, 3)): RecordBatch[] {
   const schema = new Schema([new Field('v', type, true), new Field('p', new Int32(), false)]);
   return Array.from({ length: count }, () => {
     const rows = rng.int(0, 150);
     const p = Int32Array.from({ length: rows }, () => rng.int(0, PARTITIONS - 1));
-    return batchOf(schema, [withinNumbers(makeValues(rows)), makeData({ type: new Int32(), length: rows, nullCount: 0, data: p })], rows);
+    const batch = batchOf(schema, [withinNumbers(makeValues(rows)), makeData({ type: new Int32(), length: rows, nullCount: 0, data: p })], rows);
+    if (rows < 2 || rng.chance(0.5)) return batch;
+    // a slice: offsets, bitmaps and views the writer must cut or shift at any bit
+    const begin = rng.int(1, rows - 1);
+    return batch.slice(begin, rng.int(begin, rows));
   });
 }
 
