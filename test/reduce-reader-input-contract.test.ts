@@ -25,10 +25,10 @@ import { outputPaths } from '../src/format/output-files.js';
 import { LocalFileSource, type ByteRangeSource } from '../src/reader/byte-source.js';
 import type { ShuffleOutputSources } from '../src/reader/shuffle-reader.js';
 import { MapOutputTracker, type MapOutputLocator } from '../src/shuffle/map-output-tracker.js';
-import { MapOutputWriter } from '../src/shuffle/map-output-writer.js';
 import type { MapStatus } from '../src/shuffle/map-status.js';
 import { DEFAULT_REDUCE_CONCURRENCY, ReduceReader } from '../src/shuffle/reduce-reader.js';
 import { fileOf } from './support/arrow-file.js';
+import { deferred, PID_SCHEMA, writePidOutput } from './support/pid-outputs.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
 
 let dir = '';
@@ -37,37 +37,12 @@ afterAll(async () => removeDir(dir));
 
 // ---------------------------------------------------------------- map outputs of a chosen shape
 
-/** `pid` says the partition (the writer drops it), `v` = 100000 * tag + 1000 * p + i: every row is known. */
-const SCHEMA = new Schema([new Field('pid', new Int32(), false), new Field('v', new Int32(), false)]);
-
-function batchFor(rowsPerPartition: readonly number[], tag: number, schema = SCHEMA): RecordBatch {
-  const pids: number[] = [];
-  const values: number[] = [];
-  rowsPerPartition.forEach((rows, p) => {
-    for (let i = 0; i < rows; i++) {
-      pids.push(p);
-      values.push(100_000 * tag + 1000 * p + i);
-    }
-  });
-  const n = pids.length;
-  const column = (data: number[]) => makeData({ type: new Int32(), length: n, nullCount: 0, data: Int32Array.from(data) });
-  return new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: n, nullCount: 0, children: [column(pids), column(values)] }));
-}
+const SCHEMA = PID_SCHEMA;
 
 let nextShuffle = 100;
 
 /** One committed map output whose partition p holds rowsPerPartition[p] rows. */
-async function writeOutput(shuffleId: number, mapId: number, rowsPerPartition: readonly number[], schema = SCHEMA): Promise<MapStatus> {
-  const writer = await MapOutputWriter.create({
-    dir,
-    id: { shuffleId, mapId, attempt: 0 },
-    numPartitions: rowsPerPartition.length,
-    partitioning: { kind: 'partition-id', column: 'pid' },
-    schema,
-  });
-  await writer.write(batchFor(rowsPerPartition, mapId, schema));
-  return writer.finish();
-}
+const writeOutput = (shuffleId: number, mapId: number, rowsPerPartition: readonly number[], schema = SCHEMA): Promise<MapStatus> => writePidOutput(dir, { shuffleId, mapId }, rowsPerPartition, schema);
 
 /** The `v` of every row the map outputs hold in partitions [start, end), sorted. */
 function expectedValues(maps: readonly { mapId: number; rows: readonly number[] }[], start: number, end: number): number[] {
@@ -104,12 +79,6 @@ function closeCounting() {
     };
   };
   return { state, sourcesOf };
-}
-
-function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
 }
 
 /** Lets every pending promise callback run (no I/O is waited for). */
