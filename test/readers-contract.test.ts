@@ -19,6 +19,7 @@ import { MapOutputTracker, MAX_MAPS, type MapOutputLocator } from '../src/shuffl
 import type { MapStatus } from '../src/shuffle/map-status.js';
 import { ReduceReader } from '../src/shuffle/reduce-reader.js';
 import { outputOf, PiecewiseSource, streamPieces, u64be } from './support/piecewise-output.js';
+import { watchTimersOf } from './support/armed-timers.js';
 import { deferred, writePidOutput } from './support/pid-outputs.js';
 import { runShuffle } from './support/shuffle-harness.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
@@ -83,18 +84,7 @@ describe('ReduceReader', () => {
     const tracker = new MapOutputTracker();
     tracker.registerShuffle(shuffle, 2);
     tracker.registerMapOutput(await writeOutput(shuffle, 0, [3]));
-    const armed = new Set<unknown>();
-    const realSet = globalThis.setTimeout;
-    const realClear = globalThis.clearTimeout;
-    vi.spyOn(globalThis, 'setTimeout').mockImplementation(((callback: () => void, ms?: number) => {
-      const timer = realSet(callback, ms);
-      if (ms === 600_000) armed.add(timer);
-      return timer;
-    }) as typeof setTimeout);
-    vi.spyOn(globalThis, 'clearTimeout').mockImplementation(((timer: NodeJS.Timeout | undefined) => {
-      armed.delete(timer);
-      realClear(timer);
-    }) as typeof clearTimeout);
+    const armed = watchTimersOf(600_000);
     try {
       const reader = new ReduceReader({ maps: tracker.locator(shuffle), partitions: 0, waitTimeoutMs: 600_000 });
       await reader.next();

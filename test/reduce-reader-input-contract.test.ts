@@ -28,6 +28,7 @@ import { MapOutputTracker, type MapOutputLocator } from '../src/shuffle/map-outp
 import type { MapStatus } from '../src/shuffle/map-status.js';
 import { DEFAULT_REDUCE_CONCURRENCY, ReduceReader } from '../src/shuffle/reduce-reader.js';
 import { fileOf } from './support/arrow-file.js';
+import { watchTimersOf } from './support/armed-timers.js';
 import { deferred, PID_SCHEMA, writePidOutput } from './support/pid-outputs.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
 
@@ -261,19 +262,8 @@ describe('ReduceReader: nothing is left behind', () => {
     const tracker = new MapOutputTracker();
     tracker.registerShuffle(shuffle, 2);
     tracker.registerMapOutput(await writeOutput(shuffle, 0, [3, 3]));
-    // the timers of the wait: setTimeout and clearTimeout watched for the reader's 600 s one
-    const armed = new Set<unknown>();
-    const realSet = globalThis.setTimeout;
-    const realClear = globalThis.clearTimeout;
-    vi.spyOn(globalThis, 'setTimeout').mockImplementation(((callback: () => void, ms?: number) => {
-      const timer = realSet(callback, ms);
-      if (ms === 600_000) armed.add(timer);
-      return timer;
-    }) as typeof setTimeout);
-    vi.spyOn(globalThis, 'clearTimeout').mockImplementation(((timer: NodeJS.Timeout | undefined) => {
-      armed.delete(timer);
-      realClear(timer);
-    }) as typeof clearTimeout);
+    // the timers of the wait: the reader's 600 s one
+    const armed = watchTimersOf(600_000);
     try {
       const reader = new ReduceReader({ maps: tracker.locator(shuffle), partitions: 0, waitTimeoutMs: 600_000 });
       await reader.next();
