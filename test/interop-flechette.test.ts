@@ -18,7 +18,7 @@ import { DataType, DateUnit, Field, Int32, IntervalUnit, makeData, RecordBatch, 
 import { CompressionType, setCompressionCodec, tableFromIPC, tableToIPC, type Table } from '@uwdata/flechette';
 import { compressFrameSync, decompressFrameSync } from 'lz4-napi';
 import * as zstd from 'zstd-napi';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { openArrowInput } from '../src/cli/input.js';
@@ -27,6 +27,7 @@ import { ShuffleReader, ShuffleWriter, type CodecName, type DictionaryUpdates } 
 import { batchOf, buildColumn, TYPE_CASES } from './support/columns.js';
 import { buildAny, NESTED_KINDS, nestedType, type DictionaryContext, type NestedKind } from './support/nested.js';
 import { Rng } from './support/random.js';
+import { cli } from './support/cli-run.js';
 import { firstDifference } from './support/shuffle-harness.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
 
@@ -76,10 +77,7 @@ function canonical(_key: string, value: unknown): unknown {
 
 /** Writes `batches` (column `p` the partition id) with the columnar writer, then decodes each partition's bytes with flechette. */
 async function shuffleAndDecode(batches: Iterable<RecordBatch> | AsyncIterable<RecordBatch>, codec: CodecName, dictionaryUpdates?: DictionaryUpdates): Promise<string[][]> {
-  const prefix = join(dir, 'map');
-  const writer = await ShuffleWriter.create({ numPartitions: PARTITIONS, partitioning: { kind: 'partition-id', column: 'p' }, outputPrefix: prefix, overwrite: true, codec, dictionaryUpdates, maxBatchRows: 40, compressionMinRows: 0, minCompressionSavings: 0 });
-  for await (const batch of batches) await writer.write(batch);
-  await writer.finish();
+  const prefix = await shuffle(batches, codec, dictionaryUpdates);
   const reader = await ShuffleReader.open(prefix);
   try {
     const partitions: string[][] = [];
@@ -88,6 +86,15 @@ async function shuffleAndDecode(batches: Iterable<RecordBatch> | AsyncIterable<R
   } finally {
     await reader.close();
   }
+}
+
+/** Writes `batches` (column `p` the partition id) with the columnar writer; returns the output's prefix. */
+async function shuffle(batches: Iterable<RecordBatch> | AsyncIterable<RecordBatch>, codec: CodecName, dictionaryUpdates?: DictionaryUpdates): Promise<string> {
+  const prefix = join(dir, 'map');
+  const writer = await ShuffleWriter.create({ numPartitions: PARTITIONS, partitioning: { kind: 'partition-id', column: 'p' }, outputPrefix: prefix, overwrite: true, codec, dictionaryUpdates, maxBatchRows: 40, compressionMinRows: 0, minCompressionSavings: 0 });
+  for await (const batch of batches) await writer.write(batch);
+  await writer.finish();
+  return prefix;
 }
 
 /** What each partition should hold: flechette's rows of each input batch (written alone by arrow-js), less `p`, in input order. */
@@ -210,6 +217,35 @@ describe.each(FLECHETTE_CODECS)('an input flechette encodes (codec %s) is read a
       } finally {
         await input.close();
       }
+    }
+  });
+});
+
+/**
+ * What `columnar-shuffle read` hands to other tools: each partition as one uncompressed stream
+ * (our reader's batches, each written by arrow-js's IPC writer through table-to-ipc.ts, with its
+ * dictionaries). flechette decodes it to the rows it decodes from the partition's own bytes.
+ */
+describe("the command line's read output is what flechette reads in the partition itself", () => {
+  const cases = [...TYPE_CASES.map((c) => [c.name, () => c.make()] as const), ...NESTED_KINDS.map((kind) => [`${kind}, nested`, (rng: Rng) => nestedType(kind, rng, rng.int(1, 3))] as const)];
+  test.each(cases)('%s', async (name, makeType) => {
+    const rng = new Rng(9000 + cases.findIndex(([n]) => n === name) * 17);
+    const type = makeType(rng);
+    const dictionaries: DictionaryContext = new Map();
+    const batches = batchesOf(type, rng, (rows) => buildAny(type, rows, rng, { nullRate: 0.2, dictionaries }));
+    const prefix = await shuffle(batches, 'lz4');
+    const reader = await ShuffleReader.open(prefix);
+    try {
+      for (let p = 0; p < PARTITIONS; p++) {
+        const output = join(dir, `partition-${p}.arrow`);
+        const run = await cli(['read', prefix, '--partition', String(p), '--output', output]);
+        expect(run.code, run.stderr).toBe(0);
+        const fromCli = rowsOf(tableFromIPC(plain(await readFile(output)), DECODE));
+        const difference = firstDifference(fromCli, rowsOf(tableFromIPC(await reader.partitionBytes(p), DECODE)), `${String(type)}, partition ${p}`);
+        expect(difference).toBeNull();
+      }
+    } finally {
+      await reader.close();
     }
   });
 });
