@@ -180,6 +180,14 @@ test('flechette reads dictionary deltas too: a partition whose dictionary grows 
   expect(difference(await shuffleAndDecode(batches, 'lz4', 'delta'), expectedPartitions(batches), type)).toBeNull();
 });
 
+/** [name, type maker] for every flat type and one random type of each nested kind (nested `depthOf` deep). */
+function typeCases(depthOf = (_kind: NestedKind, rng: Rng) => rng.int(1, 3)): (readonly [string, (rng: Rng) => DataType])[] {
+  return [
+    ...TYPE_CASES.map((c) => [c.name, () => c.make()] as const),
+    ...NESTED_KINDS.map((kind) => [`${kind}, nested`, (rng: Rng) => nestedType(kind, rng, depthOf(kind, rng))] as const),
+  ];
+}
+
 /**
  * The other way round: what flechette's own IPC encoder writes (its layouts, its choice of
  * compressing or storing each buffer) is what the command line's input reader and the writer
@@ -194,8 +202,7 @@ const FLECHETTE_CODECS = [
 
 describe.each(FLECHETTE_CODECS)('an input flechette encodes (codec %s) is read and shuffled as flechette reads it', (_name, flechetteCodec) => {
   // (dictionaries of flat values only: flechette 2.6.0 cannot read back its own encoding of a dictionary of nested values)
-  const depth = (kind: NestedKind, rng: Rng) => (kind === 'dictionary' ? 1 : rng.int(1, 3));
-  const cases = [...TYPE_CASES.map((c) => [c.name, () => c.make()] as const), ...NESTED_KINDS.map((kind) => [`${kind}, nested`, (rng: Rng) => nestedType(kind, rng, depth(kind, rng))] as const)];
+  const cases = typeCases((kind, rng) => (kind === 'dictionary' ? 1 : rng.int(1, 3)));
   test.each(cases)('%s', async (name, makeType) => {
     const rng = new Rng(5000 + cases.findIndex(([n]) => n === name) * 13 + FLECHETTE_CODECS.findIndex(([, c]) => c === flechetteCodec));
     const type = makeType(rng);
@@ -227,7 +234,7 @@ describe.each(FLECHETTE_CODECS)('an input flechette encodes (codec %s) is read a
  * dictionaries). flechette decodes it to the rows it decodes from the partition's own bytes.
  */
 describe("the command line's read output is what flechette reads in the partition itself", () => {
-  const cases = [...TYPE_CASES.map((c) => [c.name, () => c.make()] as const), ...NESTED_KINDS.map((kind) => [`${kind}, nested`, (rng: Rng) => nestedType(kind, rng, rng.int(1, 3))] as const)];
+  const cases = typeCases();
   test.each(cases)('%s', async (name, makeType) => {
     const rng = new Rng(9000 + cases.findIndex(([n]) => n === name) * 17);
     const type = makeType(rng);
@@ -241,8 +248,8 @@ describe("the command line's read output is what flechette reads in the partitio
         const run = await cli(['read', prefix, '--partition', String(p), '--output', output]);
         expect(run.code, run.stderr).toBe(0);
         const fromCli = rowsOf(tableFromIPC(plain(await readFile(output)), DECODE));
-        const difference = firstDifference(fromCli, rowsOf(tableFromIPC(await reader.partitionBytes(p), DECODE)), `${String(type)}, partition ${p}`);
-        expect(difference).toBeNull();
+        const found = firstDifference(fromCli, rowsOf(tableFromIPC(await reader.partitionBytes(p), DECODE)), `${String(type)}, partition ${p}`);
+        expect(found).toBeNull();
       }
     } finally {
       await reader.close();
