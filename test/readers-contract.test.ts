@@ -20,7 +20,8 @@ import type { MapStatus } from '../src/shuffle/map-status.js';
 import { ReduceReader } from '../src/shuffle/reduce-reader.js';
 import { outputOf, PiecewiseSource, streamPieces, u64be } from './support/piecewise-output.js';
 import { watchTimersOf } from './support/armed-timers.js';
-import { deferred, writePidOutput } from './support/pid-outputs.js';
+import { deferred } from './support/deferred.js';
+import { writePidOutput } from './support/pid-outputs.js';
 import { runShuffle } from './support/shuffle-harness.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
 

@@ -29,7 +29,8 @@ import type { MapStatus } from '../src/shuffle/map-status.js';
 import { DEFAULT_REDUCE_CONCURRENCY, ReduceReader } from '../src/shuffle/reduce-reader.js';
 import { fileOf } from './support/arrow-file.js';
 import { watchTimersOf } from './support/armed-timers.js';
-import { deferred, PID_SCHEMA, writePidOutput } from './support/pid-outputs.js';
+import { deferred } from './support/deferred.js';
+import { PID_SCHEMA, writePidOutput } from './support/pid-outputs.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
 
 let dir = '';

@@ -257,10 +257,13 @@ export class MemoryReservation {
   /**
    * Reserves `bytes`, asking reclaimable consumers (other ones first, this one
    * last) to free memory when the pool is short. Throws MemoryLimitError when
-   * not enough can be freed, and CS_ABORTED when free() came first (also while it waited).
+   * not enough can be freed (at once, asking nobody, for more than the whole
+   * limit), and CS_ABORTED when free() came first (also while it waited).
    */
   async grow(bytes: number): Promise<void> {
     if (this.tryGrow(bytes)) return;
+    // more than the whole pool: no reclaim can make room, so no consumer is made to spill for it
+    if (bytes > this.pool.limit) throw new MemoryLimitError(this.name, bytes, this.bytes, this.pool);
     const errors: unknown[] = [];
     for (let attempt = 0; attempt < MAX_RECLAIM_ROUNDS; attempt++) {
       const missing = bytes - this.pool.available;

@@ -42,10 +42,3 @@ export async function writePidOutput(
   await writer.write(batchFor(rowsPerPartition, id.mapId, schema));
   return writer.finish();
 }
-
-/** A promise and the function that resolves it. */
-export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
-}
