@@ -28,6 +28,7 @@ import { batchOf, buildColumn, TYPE_CASES } from './support/columns.js';
 import { buildAny, NESTED_KINDS, nestedType, type DictionaryContext, type NestedKind } from './support/nested.js';
 import { Rng } from './support/random.js';
 import { cli } from './support/cli-run.js';
+import { asBuffer, asBytes } from './support/polars.js';
 import { firstDifference } from './support/shuffle-harness.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
 
@@ -41,23 +42,19 @@ beforeEach(async () => (dir = await makeTempDir('cs-flechette-')));
 afterEach(async () => removeDir(dir));
 
 beforeAll(() => {
-  // the codecs' own libraries decode the bytes; flechette reads the length prefixes and the rest
+  // the codecs' own libraries decode the bytes; flechette reads the length prefixes and the rest. Plain
+  // Uint8Arrays, not Node Buffers, go back to flechette: its binary values would be Buffers otherwise
   setCompressionCodec(CompressionType.LZ4_FRAME, {
-    encode: (bytes) => plain(compressFrameSync(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))),
-    decode: (bytes, length) => ofLength(decompressFrameSync(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)), length),
+    encode: (bytes) => asBytes(compressFrameSync(asBuffer(bytes))),
+    decode: (bytes, length) => ofLength(decompressFrameSync(asBuffer(bytes)), length),
   });
-  setCompressionCodec(CompressionType.ZSTD, { encode: (bytes) => plain(zstd.compress(bytes)), decode: (bytes, length) => ofLength(zstd.decompress(bytes), length) });
+  setCompressionCodec(CompressionType.ZSTD, { encode: (bytes) => asBytes(zstd.compress(bytes)), decode: (bytes, length) => ofLength(zstd.decompress(bytes), length) });
 });
-
-/** The same bytes as a plain Uint8Array, not a Node Buffer (whose values would be Buffers). */
-function plain(bytes: Uint8Array): Uint8Array {
-  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-}
 
 /** A buffer's length prefix must be its decoded length, as Arrow C++ and pyarrow require (arrow-js 21.2.0 writes another). */
 function ofLength(decoded: Uint8Array, prefix: number): Uint8Array {
   if (decoded.byteLength !== prefix) throw new Error(`a compressed buffer's length prefix says ${prefix} bytes, it decodes to ${decoded.byteLength}`);
-  return plain(decoded);
+  return asBytes(decoded);
 }
 
 /** One canonical line per row: every value as JSON, bigints as "123n", typed arrays (bytes, lists) as arrays, maps as entry lists. */
@@ -247,7 +244,7 @@ describe("the command line's read output is what flechette reads in the partitio
         const output = join(dir, `partition-${p}.arrow`);
         const run = await cli(['read', prefix, '--partition', String(p), '--output', output]);
         expect(run.code, run.stderr).toBe(0);
-        const fromCli = rowsOf(tableFromIPC(plain(await readFile(output)), DECODE));
+        const fromCli = rowsOf(tableFromIPC(asBytes(await readFile(output)), DECODE));
         const found = firstDifference(fromCli, rowsOf(tableFromIPC(await reader.partitionBytes(p), DECODE)), `${String(type)}, partition ${p}`);
         expect(found).toBeNull();
       }

@@ -4,6 +4,7 @@ import { makeTable, type RecordBatch } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { createShuffleWriter, ShuffleError, ShuffleReader, WRITER_KINDS, type ByteRangeSource, type WriterKind } from '../src/index.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
+import { failure } from './support/failure.js';
 
 let dir: string;
 let prefix: string;
@@ -20,12 +21,6 @@ async function rowsOf(batches: AsyncIterable<RecordBatch>): Promise<number[]> {
   const values: number[] = [];
   for await (const batch of batches) for (const row of batch) values.push(row!.v as number);
   return values;
-}
-
-async function failure(promise: Promise<unknown>): Promise<ShuffleError> {
-  const error = await promise.then(() => null, (e: unknown) => e);
-  expect(error).toBeInstanceOf(ShuffleError);
-  return error as ShuffleError;
 }
 
 /** An in-memory ByteRangeSource: what a remote fetcher would implement. */

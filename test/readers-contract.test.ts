@@ -24,6 +24,7 @@ import { deferred } from './support/deferred.js';
 import { writePidOutput } from './support/pid-outputs.js';
 import { runShuffle } from './support/shuffle-harness.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
+import { failure } from './support/failure.js';
 
 let dir = '';
 beforeAll(async () => (dir = await makeTempDir('cs-readers-contract-')));
@@ -40,12 +41,6 @@ async function rowsRead(reader: AsyncIterable<RecordBatch>): Promise<number> {
   let rows = 0;
   for await (const batch of reader) rows += batch.numRows;
   return rows;
-}
-
-async function failure(promise: Promise<unknown>): Promise<ShuffleError> {
-  const error = await promise.then(() => null, (e: unknown) => e);
-  expect(error).toBeInstanceOf(ShuffleError);
-  return error as ShuffleError;
 }
 
 // ---------------------------------------------------------------- ReduceReader

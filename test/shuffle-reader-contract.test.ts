@@ -19,6 +19,7 @@ import { crc32cOf } from '../src/format/output-files.js';
 import { BatchCoalescer } from '../src/reader/batch-coalescer.js';
 import { utf8Column } from './support/columns.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
+import { failure } from './support/failure.js';
 
 let dir = '';
 let prefix = '';
@@ -93,12 +94,6 @@ function sourcesOf(l: Layout, opts: { readInto?: boolean; index?: Uint8Array; ch
     index: new MemorySource('mem.index', opts.index ?? u64be(l.offsets)),
     checksum: new MemorySource('mem.checksum', opts.checksum ?? u64be(l.checksums)),
   };
-}
-
-async function failure(promise: Promise<unknown>): Promise<ShuffleError> {
-  const error = await promise.then(() => null, (e: unknown) => e);
-  expect(error).toBeInstanceOf(ShuffleError);
-  return error as ShuffleError;
 }
 
 async function values(batches: AsyncIterable<RecordBatch>): Promise<number[]> {

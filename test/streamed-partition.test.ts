@@ -12,20 +12,15 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { makeTable, type RecordBatch } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { createShuffleWriter, ShuffleError, ShuffleReader } from '../src/index.js';
+import { createShuffleWriter, ShuffleReader } from '../src/index.js';
 import { crc32cOf } from '../src/format/output-files.js';
 import { CHECKSUM_CHUNK_BYTES } from '../src/reader/streamed-partition.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
 import { outputOf, PiecewiseSource, streamPieces, u64be } from './support/piecewise-output.js';
+import { failure } from './support/failure.js';
 
 /** Outputs named huge.data, huge.index, huge.checksum. */
 const outputOfHuge = (partitions: readonly (readonly Uint8Array[])[], withReadInto = true) => outputOf(partitions, withReadInto, 'huge');
-
-async function failure(promise: Promise<unknown>): Promise<ShuffleError> {
-  const error = await promise.then(() => null, (e: unknown) => e);
-  expect(error).toBeInstanceOf(ShuffleError);
-  return error as ShuffleError;
-}
 
 describe('a partition longer than Node\'s largest buffer', () => {
   // 17 batches of 2^26 int32 values (256 MiB each): 4.25 GiB, held as one batch message repeated

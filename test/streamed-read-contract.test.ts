@@ -22,12 +22,7 @@ import { rowHeaderLength } from '../src/sort-writer/row-format.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
 import { textSink } from './support/text-sink.js';
 import { outputOf, PiecewiseSource, streamPieces } from './support/piecewise-output.js';
-
-async function failure(promise: Promise<unknown>): Promise<ShuffleError> {
-  const error = await promise.then(() => null, (e: unknown) => e);
-  expect(error).toBeInstanceOf(ShuffleError);
-  return error as ShuffleError;
-}
+import { failure } from './support/failure.js';
 
 /** What reading partition p comes to: its first column's values, or the error (code, location, message). */
 type Outcome = { values: unknown[] } | { code: string; where: unknown; message: string };

@@ -1,0 +1,9 @@
+import { expect } from 'vitest';
+import { ShuffleError } from '../../src/errors.js';
+
+/** The ShuffleError `promise` rejects with (the test fails if it resolves, or rejects with anything else). */
+export async function failure(promise: Promise<unknown>): Promise<ShuffleError> {
+  const error = await promise.then(() => null, (e: unknown) => e);
+  expect(error).toBeInstanceOf(ShuffleError);
+  return error as ShuffleError;
+}
