@@ -169,7 +169,8 @@ export class MemoryPool {
   /**
    * @internal Asks reclaimable consumers, largest first (the requester last),
    * to free `bytes`; returns bytes freed. A consumer that is already reclaiming
-   * for someone else is waited for instead of asked twice. Another consumer whose
+   * for someone else is waited for instead of asked twice, and the ones after it
+   * are asked only for what its reclaim left missing. Another consumer whose
    * reclaim fails (a disk error while spilling) is skipped, its error kept as the
    * cause should the reservation fail in the end; the requester's own failure
    * is returned to be thrown as it is.
@@ -186,7 +187,9 @@ export class MemoryPool {
       if (candidate.reclaiming !== null) {
         await candidate.reclaiming.catch(() => undefined);
       } else {
-        const reclaiming = candidate.reclaimable!.reclaim(bytes - freed);
+        // what the round still lacks, or less if a reclaim waited for freed part of it (another grow's, which
+        // that grow took): after a failed tryGrow(want), want - available is at least 1
+        const reclaiming = candidate.reclaimable!.reclaim(Math.min(bytes - freed, want - this.available));
         candidate.reclaiming = reclaiming;
         try {
           freed += await reclaiming;
