@@ -13,13 +13,18 @@
  * - a view key value pointing outside its variadic buffers is refused with a
  *   ShuffleError naming the row, in the rows and in the bounds alike;
  * - rangeBoundsOf keeps a key column's nullability and metadata in the bounds'
- *   schema, and takes a sliced struct sample's null rows where they are.
+ *   schema, and takes a sliced struct sample's null rows where they are;
+ * - and what the sweep left untried, each with the bucket index: utf8view keys
+ *   sharing a prefix longer than a view inlines, decimal256 values past 2^192
+ *   and with the second word from the top past 2^31, and dates and timestamps
+ *   before 1970.
  *
  * Expected partitions come from test/support/reference-range.ts (Spark SQL's
  * ordering one row at a time over JS values, pid = the bounds below the row),
  * never from src/writer.
  */
-import { Binary, Dictionary, Field, Int32, makeData, RecordBatch, Schema, Struct, Table, Uint64, Utf8, Utf8View, Vector, vectorFromArray, type Data, type DataType } from 'apache-arrow';
+import { Binary, DateDay, DateMillisecond, Decimal, Dictionary, Field, Int32, makeData, RecordBatch, Schema, Struct, Table, Timestamp, TimestampMillisecond, TimestampNanosecond, TimeUnit, Uint64, Utf8, Utf8View, Vector, vectorFromArray, type Data, type DataType } from 'apache-arrow';
+import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { ShuffleError } from '../src/errors.js';
 import { createPartitioner } from '../src/writer/partitioner.js';
@@ -187,5 +192,112 @@ describe("rangeBoundsOf's bounds keep the key columns' fields", () => {
     // sorted, nulls first: null, null, {2 b}, {3 c}, {4 d}, {5 e}; 3 partitions, step 2: the 2nd and 4th rows
     const bounds = rangeBoundsOf(sample, ['k'], 3);
     expect(bounds.getChild('k')!.toArray().map((v: unknown) => (v === null ? null : JSON.parse(JSON.stringify(v)) as unknown))).toEqual([null, { n: 3, s: 'c' }]);
+  });
+});
+
+/**
+ * A column of `type` from its values as 64-bit words (dates, timestamps) or
+ * two's-complement integers of the type's width (decimals), built from the raw
+ * words so no conversion through Date or Number stands between the test and the bytes.
+ */
+function wordColumn(type: DataType, values: readonly bigint[]): Table {
+  const width = type instanceof Decimal ? type.bitWidth / 32 : 2;
+  const words = new Uint32Array(values.length * width);
+  values.forEach((v, i) => {
+    const u = BigInt.asUintN(width * 32, v);
+    for (let w = 0; w < width; w++) words[i * width + w] = Number((u >> BigInt(32 * w)) & 0xffffffffn);
+  });
+  const data = type instanceof Decimal ? words : new BigInt64Array(words.buffer);
+  return new Table({ x: new Vector([makeData({ type, length: values.length, nullCount: 0, data } as never)]) });
+}
+
+/** Partitions of `rows` under sorted `bounds` (four or more: the bucket index), the code's and the reference's. */
+function bothOf(bounds: Table, rows: Table, keys: readonly (string | RangeKey)[] = ['x']) {
+  const batch = rows.batches[0]!;
+  const ids = new Uint32Array(batch.numRows);
+  createPartitioner({ kind: 'range', keys, bounds }, batch.schema, bounds.numRows + 1, 0).computePartitionIds(batch, ids, 0);
+  return { got: [...ids], expected: new ReferenceRange(keys, bounds).partitionsOf(batch) };
+}
+
+/** The distinct `values`, sorted by `compare`. */
+function sortedBounds<T>(values: readonly T[], compare: (a: T, b: T) => number): T[] {
+  return [...new Set(values)].sort(compare);
+}
+
+const bigintOrder = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
+const ORDERS: RangeKey[] = [{ column: 'x' }, { column: 'x', descending: true }];
+
+describe('keys the bucket index must place exactly (what the twenty-eighth sweep left untried)', () => {
+  test('property (fixed seed): utf8view keys sharing a long prefix (out of line, past the 12 inline bytes) land by their bytes after it', () => {
+    const prefix = 'a shared prefix longer than a view inlines: ';
+    const value = fc.tuple(fc.nat({ max: prefix.length }), fc.array(fc.constantFrom('', 'a', 'b', 'z', '~', 'é', '\u0000', 'ÿ'), { maxLength: 5 })).map(([cut, tail]) => prefix.slice(0, cut) + tail.join(''));
+    fc.assert(
+      fc.property(fc.array(value, { minLength: 4, maxLength: 12 }), fc.array(value, { minLength: 1, maxLength: 60 }), fc.constantFrom(...ORDERS), (boundValues, rowValues, order) => {
+        const sorted = sortedBounds(boundValues, (a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)) * (order.descending ? -1 : 1));
+        fc.pre(sorted.length >= 4);
+        const { got, expected } = bothOf(columnTable(new Utf8View(), sorted), columnTable(new Utf8View(), rowValues), [order]);
+        expect(got).toEqual(expected);
+      }),
+      { seed: 20261207, numRuns: 300 },
+    );
+  });
+
+  test('decimal256 values beyond 2^192 and below -2^192 (the top word decides), ascending and descending', () => {
+    const type = new Decimal(0, 76, 256);
+    const top = 2n ** 192n;
+    const values = [-(2n ** 254n), -top - 1n, -top, -top + 1n, -1n, 0n, 1n, 2n ** 64n, 2n ** 128n, top - 1n, top, top + 1n, 3n * top, 2n ** 254n, 2n ** 255n - 1n];
+    for (const order of ORDERS) {
+      const bounds = sortedBounds([-top, -1n, top, top + 1n, 2n ** 254n], (a, b) => bigintOrder(a, b) * (order.descending ? -1 : 1));
+      const { got, expected } = bothOf(wordColumn(type, bounds), wordColumn(type, values), [order]);
+      if (!order.descending) expect(expected).toEqual([0, 0, 0, 1, 1, 2, 2, 2, 2, 2, 2, 3, 4, 4, 5]); // worked by hand
+      expect(got).toEqual(expected);
+    }
+  });
+
+  test('decimal256 values whose second word from the top has its top bit set (from 2^223) order by value', () => {
+    const type = new Decimal(0, 76, 256);
+    const at = (k: number) => BigInt(k) * 2n ** 192n; // k in the second word from the top, the top word 0
+    const bounds = [at(1), at(0x7ffffff0), at(0x80000001), at(0x80000010), at(0xfffffff0), 2n ** 224n];
+    const rows = [0n, at(1), at(0x7fffffff), at(0x80000000), at(0x80000001), at(0x80000002), at(0x80000011), at(0xffffffff), 2n ** 224n, 2n ** 225n];
+    const { got, expected } = bothOf(wordColumn(type, bounds), wordColumn(type, rows));
+    expect(expected).toEqual([0, 0, 2, 2, 2, 3, 4, 5, 5, 6]); // worked by hand
+    expect(got).toEqual(expected);
+  });
+
+  test('property (fixed seed): decimal256 keys spread over the whole range, against the reference', () => {
+    const type = new Decimal(0, 76, 256);
+    const value = fc.oneof(fc.bigInt({ min: -(2n ** 255n), max: 2n ** 255n - 1n }), fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }), fc.bigInt({ min: 2n ** 192n - 9n, max: 2n ** 192n + 9n }));
+    fc.assert(
+      fc.property(fc.array(value, { minLength: 4, maxLength: 10 }), fc.array(value, { minLength: 1, maxLength: 60 }), fc.constantFrom(...ORDERS), (boundValues, rowValues, order) => {
+        const bounds = sortedBounds(boundValues, (a, b) => bigintOrder(a, b) * (order.descending ? -1 : 1));
+        fc.pre(bounds.length >= 4);
+        const { got, expected } = bothOf(wordColumn(type, bounds), wordColumn(type, [...rowValues, ...bounds]), [order]);
+        expect(got).toEqual(expected);
+      }),
+      { seed: 7, numRuns: 300 },
+    );
+  });
+
+  test.each([
+    ['date64', new DateMillisecond()],
+    ['timestamp (ms)', new TimestampMillisecond()],
+    ['timestamp (ns, UTC)', new TimestampNanosecond('UTC')],
+  ] as [string, DataType][])('%s values before 1970 (negative) order below those after it', (_, type) => {
+    const day = type instanceof Timestamp && type.unit === TimeUnit.NANOSECOND ? 86_400_000_000_000n : 86_400_000n;
+    const bounds = [-3650n * day, -day, -1n, 0n, 365n * day];
+    const rows = [-(2n ** 62n), -3650n * day - 1n, -3650n * day, -400n * day, -day - 1n, -day, -2n, -1n, 0n, 1n, 30n * day, 365n * day, 2n ** 62n];
+    const { got, expected } = bothOf(wordColumn(type, bounds), wordColumn(type, rows));
+    expect(expected).toEqual([0, 0, 0, 1, 1, 1, 2, 2, 3, 4, 4, 4, 5]); // worked by hand: a row on a bound goes below it
+    expect(got).toEqual(expected);
+    const descending = bothOf(wordColumn(type, [...bounds].reverse()), wordColumn(type, rows), [{ column: 'x', descending: true }]);
+    expect(descending.got).toEqual(descending.expected);
+  });
+
+  test('date32 days before 1970, with the bucket index', () => {
+    const dayColumn = (days: number[]) => new Table({ x: new Vector([makeData({ type: new DateDay(), length: days.length, nullCount: 0, data: Int32Array.from(days) })]) });
+    const rows = [-(2 ** 31), -36501, -36500, -1000, -366, -2, -1, 0, 1, 2, 2 ** 31 - 1];
+    const { got, expected } = bothOf(dayColumn([-36500, -366, -1, 0, 1]), dayColumn(rows));
+    expect(expected).toEqual([0, 0, 0, 1, 1, 2, 2, 3, 4, 5, 5]); // worked by hand
+    expect(got).toEqual(expected);
   });
 });
