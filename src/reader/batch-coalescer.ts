@@ -4,7 +4,7 @@ import { recordBatchFromBuffers } from '../format/ipc-reader.js';
 import { IdentityRows, onePartition, planAppend, splitAppend } from '../writer/append-rows.js';
 import { ColumnBuffer } from '../writer/column-buffer.js';
 import { columnLayoutOf, dictionaryLayouts, type ColumnLayout } from '../writer/column-layout.js';
-import { collectDictionaries } from '../writer/dictionary-indices.js';
+import { collectDictionaries, maxIndexById } from '../writer/dictionary-indices.js';
 import { prepareSourceColumn } from '../writer/source-column.js';
 import { ScratchSelections } from '../writer/split-plan.js';
 import { HeldDictionary } from './held-dictionary.js';
@@ -50,8 +50,10 @@ export class BatchCoalescer {
   constructor(private readonly schema: Schema, private readonly targetRows: number) {
     this.layouts = schema.fields.map((field) => columnLayoutOf(field));
     this.columns = this.layouts.map((layout) => new ColumnBuffer(layout));
-    for (const layout of this.layouts.flatMap((column) => dictionaryLayouts(column))) {
-      if (!this.dictionaries.has(layout.id)) this.dictionaries.set(layout.id, new HeldDictionary(layout, this.identity, this.scratch));
+    const dictionaryColumns = this.layouts.flatMap((column) => dictionaryLayouts(column));
+    const maxIndex = maxIndexById(dictionaryColumns);
+    for (const layout of dictionaryColumns) {
+      if (!this.dictionaries.has(layout.id)) this.dictionaries.set(layout.id, new HeldDictionary(layout, maxIndex.get(layout.id)!, this.identity, this.scratch));
     }
   }
 

@@ -4,7 +4,6 @@ import { dataFromBuffers } from '../format/ipc-reader.js';
 import { IdentityRows, onePartition, planAppend, splitAppend } from '../writer/append-rows.js';
 import { ColumnBuffer } from '../writer/column-buffer.js';
 import type { DictionaryLayout } from '../writer/column-layout.js';
-import { maxDictionaryIndex } from '../writer/dictionary-indices.js';
 import { prepareSourceColumn } from '../writer/source-column.js';
 import type { ScratchSelections } from '../writer/split-plan.js';
 
@@ -29,6 +28,8 @@ export class HeldDictionary {
 
   constructor(
     private readonly layout: DictionaryLayout,
+    /** the largest index every field of this id can hold (maxIndexById) */
+    private readonly maxIndex: number,
     private readonly identity: IdentityRows,
     private readonly scratch: ScratchSelections,
   ) {}
@@ -56,7 +57,7 @@ export class HeldDictionary {
    * 2 GiB.
    */
   stage(next: Vector): Int32Array | null {
-    if (this.length + next.length - 1 > maxDictionaryIndex(this.layout)) return null;
+    if (this.length + next.length - 1 > this.maxIndex) return null;
     if (this.values === null || this.brought !== null) {
       // the first dictionary appended: the held one's values are gathered first
       this.values ??= new ColumnBuffer(this.layout.values);

@@ -507,7 +507,8 @@ export class DictionaryValues {
   private bytes: Uint8Array = EMPTY;
   vector: Vector | null = null;
 
-  constructor(readonly values: Builder, readonly valueType: DataType, readonly capacity: number) {}
+  /** how many values the narrowest index type among the fields of this id addresses (lowered by builderOf as it meets them) */
+  constructor(readonly values: Builder, readonly valueType: DataType, public capacity: number) {}
 
   reset(bytes: Uint8Array): void {
     if (this.count > 0) this.table.fill(-1);
@@ -673,6 +674,8 @@ export function builderOf(type: DataType, dictionaries: Map<number, DictionaryVa
         values = new DictionaryValues(builderOf(valueType, dictionaries, layout.values), valueType, indexCapacity(layout));
         dictionaries.set(layout.id, values);
       }
+      // fields sharing the id may index it with narrower types (Int32, then Int8): the dictionary stays within every one's reach
+      values.capacity = Math.min(values.capacity, indexCapacity(layout));
       return new DictionaryBuilder(layout, values);
     }
   }

@@ -75,10 +75,15 @@ export class RowDecoder {
     const out: RecordBatch[] = [];
     let from = 0;
     do {
-      let to = this.decodeNested(bytes, view, from, rows, corrupt);
-      if (to === from) throw corrupt(`row ${from} alone holds more distinct values of a dictionary than its index type can address`);
-      // the dictionaries filled up at row `to`: the rows before it, again, make a batch
-      if (to < rows && this.decodeNested(bytes, view, from, to, corrupt) !== to) throw corrupt(`rows ${from} to ${to} did not decode twice alike`);
+      // A dictionary that fills up at row `fit` ends the batch there: the rows before it, again. Fields are
+      // decoded one after another, so where two share a dictionary, the later one may fill it before `fit`
+      // with values of the rows before it (at the first row: then half the rows are tried). Each pass
+      // tries fewer rows, and the first that fits is the batch.
+      let to = rows;
+      for (let fit = this.decodeNested(bytes, view, from, to, corrupt); fit !== to; fit = this.decodeNested(bytes, view, from, to, corrupt)) {
+        if (to === from + 1) throw corrupt(`row ${from} alone holds more distinct values of a dictionary than its index type can address`);
+        to = fit > from ? fit : from + ((to - from) >>> 1);
+      }
       out.push(this.decodeRange(bytes, view, from, to, corrupt));
       from = to;
     } while (from < rows);

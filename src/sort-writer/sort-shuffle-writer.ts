@@ -30,6 +30,7 @@ import { MAX_PAGE_OFFSET, packHi, packLo, POINTER_SLOT_BYTES, PointerArray } fro
 import { RowEncoder } from './row-encoder.js';
 import { encodeRowPartitionHeader } from './row-format.js';
 import { rowLayoutOf, type RowLayout } from './row-layout.js';
+import { refuseUnreadableSharedDictionaries } from './shared-dictionaries.js';
 import { RowPartitionMerger } from './row-merge.js';
 import { RowPages } from './row-pages.js';
 
@@ -630,9 +631,11 @@ export function validateSortOptions(options: SortShuffleWriterOptions): void {
   size('blockBytes', options.blockBytes, 1 << 30);
 }
 
-/** Everything about a schema that can be refused before any data is touched: the columnar writer's checks, and the row layout. */
+/** Everything about a schema that can be refused before any data is touched: the columnar writer's checks, the row layout, and dictionaries shared beyond what a row can be read back with. */
 function checkSchema(schema: Schema, options: Pick<ShuffleWriterOptions, 'partitioning' | 'numPartitions'>): OutputColumns & { rowLayout: RowLayout } {
   const output = checkInputSchema(schema, options);
-  return { ...output, rowLayout: rowLayoutOf(output.schema.fields) };
+  const rowLayout = rowLayoutOf(output.schema.fields);
+  refuseUnreadableSharedDictionaries(output.schema.fields);
+  return { ...output, rowLayout };
 }
 

@@ -65,6 +65,18 @@ export function maxDictionaryIndex(layout: DictionaryLayout): number {
 }
 
 /**
+ * The largest index every field of an id can hold, by dictionary id. Fields
+ * may share an id with index types of different widths (Int32 and Int8): the
+ * dictionary must stay within the narrowest one's reach, or that field's
+ * indices wrap (an Int8 index of 199 reads as -57).
+ */
+export function maxIndexById(layouts: readonly DictionaryLayout[]): Map<number, number> {
+  const limits = new Map<number, number>();
+  for (const layout of layouts) limits.set(layout.id, Math.min(limits.get(layout.id) ?? Infinity, maxDictionaryIndex(layout)));
+  return limits;
+}
+
+/**
  * The dictionary (by id) of every dictionary column in `data`, nested ones
  * included, into `found`; returns an id two of whose columns hold different
  * dictionaries (an IPC stream has one dictionary per id), or null.

@@ -8,7 +8,7 @@ import type { MemoryReservation } from '../memory/memory-pool.js';
 import { IdentityRows, onePartition, planAppend, splitAppend } from './append-rows.js';
 import { ColumnBuffer } from './column-buffer.js';
 import { isFlat, type ColumnLayout, type DictionaryLayout } from './column-layout.js';
-import { maxDictionaryIndex } from './dictionary-indices.js';
+import { maxIndexById } from './dictionary-indices.js';
 import { prepareSourceColumn, type SourceColumn } from './source-column.js';
 import { ScratchSelections, withScratchMemory } from './split-plan.js';
 
@@ -23,6 +23,8 @@ export type DictionaryUpdates = 'delta' | 'replacement';
 /** One dictionary id: the values all partitions' streams share, and how far each stream has received them. */
 interface DictionaryState {
   readonly layout: DictionaryLayout;
+  /** the largest index every field of this id can hold (maxIndexById) */
+  readonly maxIndex: number;
   /** bumped when the dictionary has to start over (its indices would no longer fit) */
   epoch: number;
   /** values so far in this epoch */
@@ -93,10 +95,12 @@ export class DictionaryTracker {
     private readonly policy: CompressionPolicy = STORE_RAW,
     private readonly updates: DictionaryUpdates = 'delta',
   ) {
+    const maxIndex = maxIndexById(layouts);
     for (const layout of layouts) {
       if (this.states.has(layout.id)) continue; // fields sharing a dictionary share its state
       this.states.set(layout.id, {
         layout,
+        maxIndex: maxIndex.get(layout.id)!,
         epoch: 0,
         length: 0,
         chunks: [],
@@ -140,7 +144,7 @@ export class DictionaryTracker {
     const added = inputLength - firstNew;
     // only remapped indices can outgrow the index type: at their own indices they are the input's, which fit
     // (an Int8 dictionary of 129 values is valid Arrow, its last value unreachable; refused, it lost its rows)
-    if (remap !== null && s.length + added - 1 > maxDictionaryIndex(s.layout)) return 'overflow';
+    if (remap !== null && s.length + added - 1 > s.maxIndex) return 'overflow';
     if (added > 0 || s.chunks.length === 0) await this.appendChunk(s, dictionary, firstNew, inputLength);
     s.length += added;
     s.input = dictionary;
