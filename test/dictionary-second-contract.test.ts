@@ -39,42 +39,12 @@ import { DictionaryTracker } from '../src/writer/dictionary-tracker.js';
 import { ShuffleWriter } from '../src/writer/shuffle-writer.js';
 import { createShuffleWriter } from '../src/writer-kind.js';
 import { refuseUnreadableSharedDictionaries } from '../src/sort-writer/shared-dictionaries.js';
+import { indicesOf, strings, words, type IndexType } from './support/dictionary-columns.js';
 import { canonical, valueAt } from './support/js-values.js';
 
 let dir: string;
 beforeEach(async () => (dir = await mkdtemp(join(tmpdir(), 'cs-dict-second-'))));
 afterEach(async () => rm(dir, { recursive: true, force: true }));
-
-type IndexType = Int8 | Int16 | Int32 | Int64 | Uint8 | Uint16 | Uint32 | Uint64;
-
-function strings(values: readonly (string | null)[]): Vector {
-  return vectorFromArray(values as string[], new Utf8());
-}
-
-function words(tag: string, n: number): Vector {
-  return strings(Array.from({ length: n }, (_, i) => `${tag}${i}`));
-}
-
-/**
- * Dictionary indices of `type`: row i points at indices[i], or is null (its index then holds
- * `garbage`, which any reader must ignore).
- */
-function indicesOf(type: Dictionary, dictionary: Vector, indices: readonly (number | null)[], garbage = 0): Data {
-  const n = indices.length;
-  const Indices = type.indices.ArrayType as unknown as new (length: number) => { [i: number]: number | bigint };
-  const raw = new Indices(n);
-  const wide = (type.indices.bitWidth as number) === 64;
-  const bitmap = new Uint8Array((n + 7) >>> 3);
-  let nullCount = 0;
-  indices.forEach((v, i) => {
-    if (v === null) nullCount++;
-    else bitmap[i >>> 3]! |= 1 << (i & 7);
-    const index = v ?? garbage;
-    raw[i] = wide ? BigInt.asUintN(64, BigInt(index)) : index;
-    if (wide && type.indices.isSigned) raw[i] = BigInt.asIntN(64, BigInt(index));
-  });
-  return makeData({ type, length: n, nullCount, nullBitmap: nullCount > 0 ? bitmap : null, data: raw, dictionary } as never) as Data;
-}
 
 /** A batch of `schema` (its first field the partition id `pid`): rows sent to pids[i] (0 by default). */
 function batchOf(schema: Schema, columns: readonly Data[], pids?: readonly number[]): RecordBatch {
