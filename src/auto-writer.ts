@@ -1,5 +1,6 @@
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { ShuffleError } from './errors.js';
+import { unreadableSharedDictionary } from './sort-writer/shared-dictionaries.js';
 import { SortShuffleWriter, validateSortOptions, type SortShuffleWriterOptions } from './sort-writer/sort-shuffle-writer.js';
 import { assertInputBatch } from './writer/input-batch.js';
 import { ShuffleWriter } from './writer/shuffle-writer.js';
@@ -76,8 +77,12 @@ export function chooseWriter(numPartitions: number, bufferRows: number | null): 
  * buffers would hold (the sizing formula, with that batch's bytes per row and
  * the memory it has) and hands over to a new sort writer when they would be
  * fewer than MIN_HASH_BUFFER_ROWS. The columnar writer has written nothing at
- * that point; its abort removes its temporary file. Both writers commit the
- * same files and ShuffleReader reads either; `kind` says which one wrote.
+ * that point; its abort removes its temporary file. A schema the sort writer
+ * refuses (columns sharing a dictionary id one row of which it could not read
+ * back: unreadableSharedDictionary) stays with the columnar writer, or, from
+ * SORT_PARTITIONS_THRESHOLD on, is handed to a new one at the first write.
+ * Both writers commit the same files and ShuffleReader reads either; `kind`
+ * says which one wrote.
  *
  * Protocol: AnyShuffleWriter's. A first batch of another schema than an empty
  * one before it is refused and leaves it usable and undecided, as the writers'
@@ -124,6 +129,11 @@ export class AutoShuffleWriter implements AnyShuffleWriter {
   }
 
   private async writeBatch(batch: RecordBatch): Promise<void> {
+    if (this.chosen === 'sort' && this.writer.schema === null) {
+      // chosen by the partition count alone, before any schema: the columnar writer takes what the sort writer refuses
+      assertInputBatch(batch, 'write');
+      if (unreadableSharedDictionary(batch.schema.fields) !== null) await this.handOver(this.writer, () => ShuffleWriter.create(this.options), 'hash');
+    }
     // (once decided, the writer's own write() checks the batch: checked here too, every batch was checked twice)
     if (!this.decided) assertInputBatch(batch, 'write');
     if (!this.decided && batch.numRows > 0) {
@@ -138,29 +148,30 @@ export class AutoShuffleWriter implements AnyShuffleWriter {
         throw error;
       }
       this.throwIfAborted();
-      const kind = chooseWriter(this.options.numPartitions, rows);
+      const kind = unreadableSharedDictionary(batch.schema.fields) === null ? chooseWriter(this.options.numPartitions, rows) : 'hash';
       this.decided = true;
-      if (kind === 'sort') {
-        const switching = this.switchToSort(columnar);
-        this.switching = switching.catch(() => undefined);
-        await switching;
-        this.throwIfAborted(); // an abort() during the hand-over has aborted the new writer
-      }
+      if (kind === 'sort') await this.handOver(columnar, () => SortShuffleWriter.create(this.options), 'sort');
     } else if (!this.decided) {
       this.emptyBatches++;
     }
     await this.writer.write(batch);
   }
 
-  private async switchToSort(columnar: ShuffleWriter): Promise<void> {
-    try {
-      await columnar.abort();
-      this.writer = await SortShuffleWriter.create(this.options);
-      this.chosen = 'sort';
-    } catch (error) {
-      await this.writer.abort().catch(() => undefined);
-      throw error;
-    }
+  /** Aborts `current` (it has written nothing) and makes the writer `create` gives the one in use. */
+  private async handOver(current: AnyShuffleWriter, create: () => Promise<AnyShuffleWriter>, kind: WriterKind): Promise<void> {
+    const switching = (async () => {
+      try {
+        await current.abort();
+        this.writer = await create();
+        this.chosen = kind;
+      } catch (error) {
+        await this.writer.abort().catch(() => undefined);
+        throw error;
+      }
+    })();
+    this.switching = switching.catch(() => undefined);
+    await switching;
+    this.throwIfAborted(); // an abort() during the hand-over has aborted the new writer
   }
 
   private throwIfAborted(): void {

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { Field, Int32, makeData, makeVector, RecordBatch, Schema, Struct, Utf8, vectorFromArray } from 'apache-arrow';
+import { Dictionary, Field, Int32, Int8, List, makeData, makeVector, RecordBatch, Schema, Struct, Utf8, vectorFromArray } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import {
   AutoShuffleWriter,
@@ -123,6 +123,37 @@ describe("createShuffleWriter('auto', ...)", () => {
     expect(error).toBeInstanceOf(ShuffleError);
     expect((error as ShuffleError).code).toBe('CS_UNKNOWN_COLUMN');
     expect(await listFiles(dir)).toEqual([]);
+  });
+
+  /** Rows [0, n): an id, a list of 200 values of an Int32-indexed dictionary, and an Int8-indexed column of the same id. */
+  function sharedDictionaryBatch(n: number): RecordBatch {
+    const values = new Utf8();
+    const wide = new Dictionary(values, new Int32(), 1);
+    const narrow = new Dictionary(values, new Int8(), 1);
+    const list = new List(new Field('item', wide, true));
+    const schema = new Schema([new Field('id', new Int32(), false), new Field('tags', list, true), new Field('b', narrow, true)]);
+    const dictionary = vectorFromArray(Array.from({ length: 200 }, (_, i) => `v${i}`), new Utf8());
+    const items = makeData({ type: wide, length: 200 * n, nullCount: 0, data: Int32Array.from({ length: 200 * n }, (_, i) => i % 200), dictionary });
+    const tags = makeData({ type: list, length: n, nullCount: 0, valueOffsets: Int32Array.from({ length: n + 1 }, (_, i) => 200 * i), child: items });
+    const b = makeData({ type: narrow, length: n, nullCount: 0, data: Int8Array.from({ length: n }, (_, i) => i % 128), dictionary });
+    const id = makeVector(Int32Array.from({ length: n }, (_, i) => i)).data[0]!;
+    return new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: n, nullCount: 0, children: [id, tags, b] }));
+  }
+
+  test.each([
+    ['at the partition threshold, where it starts as the sort writer, the first write hands over', SORT_PARTITIONS_THRESHOLD, undefined],
+    ['with buffers of a few rows, where it would hand over to the sort writer', 300, 1024 * 1024],
+  ])('a schema the sort writer refuses (an Int32-indexed list beside an Int8 column of one dictionary id) stays with the columnar writer %s', async (_, numPartitions, limit) => {
+    const prefix = join(dir, 'out');
+    const memoryPool = limit === undefined ? undefined : new MemoryPool(limit);
+    const writer = (await createShuffleWriter('auto', { numPartitions, partitioning: { kind: 'hash', keys: ['id'] }, outputPrefix: prefix, memoryPool, spillDir: dir })) as AutoShuffleWriter;
+    await writer.write(sharedDictionaryBatch(500));
+    expect(writer.kind).toBe('hash');
+    expect(await writer.finish()).toMatchObject({ rows: 500 });
+    const { ids, rowPartitions } = await readBack(prefix);
+    expect(ids).toEqual(Array.from({ length: 500 }, (_, i) => i));
+    expect(rowPartitions.some((isRows) => isRows)).toBe(false);
+    expect((await listFiles(dir)).sort()).toEqual(['out.checksum.CRC32C', 'out.data', 'out.index']);
   });
 
   test('an unknown writer is CS_INVALID_ARGUMENT naming the choices', async () => {

@@ -4,8 +4,8 @@ import { columnLayoutOf, type ColumnLayout } from '../writer/column-layout.js';
 import { maxDictionaryIndex } from '../writer/dictionary-indices.js';
 
 /**
- * CS_UNSUPPORTED_TYPE for a schema whose rows the sort writer's reader could
- * not always turn back into batches. Its rows hold dictionary values decoded,
+ * A CS_UNSUPPORTED_TYPE error for a schema whose rows the sort writer's
+ * reader could not always turn back into batches, or null. Its rows hold dictionary values decoded,
  * and the reader rebuilds one dictionary per id per batch, ending a batch
  * before the row that would take it past the narrowest index type among the
  * columns sharing that id. One row must fit on its own: where columns share
@@ -19,9 +19,10 @@ import { maxDictionaryIndex } from '../writer/dictionary-indices.js';
  * which may pass the narrowest reach: an Int32 column's list of 200 values beside an Int8 column
  * of the same id. Such schemas are refused before anything is written (the columnar writer takes
  * them). One index type, or columns of one value each, always fit: the values of a row come from
- * one input batch, whose indices reach no further.
+ * one input batch, whose indices reach no further. (`auto` uses the
+ * columnar writer for such schemas.)
  */
-export function refuseUnreadableSharedDictionaries(fields: readonly Field[]): void {
+export function unreadableSharedDictionary(fields: readonly Field[]): ShuffleError | null {
   const byId = new Map<number, { names: string[]; narrowest: number; widest: number; perRow: number }>();
   const visit = (layout: ColumnLayout, type: DataType, name: string, inList: boolean): void => {
     if (layout.kind === 'dictionary') {
@@ -44,11 +45,12 @@ export function refuseUnreadableSharedDictionaries(fields: readonly Field[]): vo
   for (const field of fields) visit(columnLayoutOf(field), field.type, field.name, false);
   for (const [id, { names, narrowest, widest, perRow }] of byId) {
     if (narrowest === widest || perRow <= narrowest) continue;
-    throw new ShuffleError(
+    return new ShuffleError(
       'CS_UNSUPPORTED_TYPE',
       `columns ${names.map((n) => `"${n}"`).join(', ')} share dictionary id ${id} with index types of different widths, and one row may hold ` +
         `more of its values than the narrowest (${narrowest} values) indexes: the sort writer could not read such a row back; write with the columnar (hash) writer`,
       { column: names[0] },
     );
   }
+  return null;
 }

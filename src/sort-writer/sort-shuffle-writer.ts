@@ -30,7 +30,7 @@ import { MAX_PAGE_OFFSET, packHi, packLo, POINTER_SLOT_BYTES, PointerArray } fro
 import { RowEncoder } from './row-encoder.js';
 import { encodeRowPartitionHeader } from './row-format.js';
 import { rowLayoutOf, type RowLayout } from './row-layout.js';
-import { refuseUnreadableSharedDictionaries } from './shared-dictionaries.js';
+import { unreadableSharedDictionary } from './shared-dictionaries.js';
 import { RowPartitionMerger } from './row-merge.js';
 import { RowPages } from './row-pages.js';
 
@@ -635,7 +635,8 @@ export function validateSortOptions(options: SortShuffleWriterOptions): void {
 function checkSchema(schema: Schema, options: Pick<ShuffleWriterOptions, 'partitioning' | 'numPartitions'>): OutputColumns & { rowLayout: RowLayout } {
   const output = checkInputSchema(schema, options);
   const rowLayout = rowLayoutOf(output.schema.fields);
-  refuseUnreadableSharedDictionaries(output.schema.fields);
+  const unreadable = unreadableSharedDictionary(output.schema.fields);
+  if (unreadable !== null) throw unreadable;
   return { ...output, rowLayout };
 }
 
