@@ -507,7 +507,7 @@ export class DictionaryValues {
   private bytes: Uint8Array = EMPTY;
   vector: Vector | null = null;
 
-  /** how many values the narrowest index type among the fields of this id addresses (lowered by builderOf as it meets them) */
+  /** `capacity`: the values the narrowest index type among the fields of this id addresses (builderOf lowers it as it meets them) */
   constructor(readonly values: Builder, readonly valueType: DataType, public capacity: number) {}
 
   reset(bytes: Uint8Array): void {

@@ -5,22 +5,24 @@ import { maxDictionaryIndex } from '../writer/dictionary-indices.js';
 
 /**
  * A CS_UNSUPPORTED_TYPE error for a schema whose rows the sort writer's
- * reader could not always turn back into batches, or null. Its rows hold dictionary values decoded,
- * and the reader rebuilds one dictionary per id per batch, ending a batch
- * before the row that would take it past the narrowest index type among the
- * columns sharing that id. One row must fit on its own: where columns share
- * an id with index types of different widths, a row's values of that id may
- * number
+ * reader could not always turn back into batches, or null.
+ *
+ * Rows hold dictionary values decoded, and the reader rebuilds one
+ * dictionary per id per batch, ending a batch before the row that would take
+ * it past the narrowest index type among the columns sharing that id. One row
+ * must fit on its own. Where columns share an id with index types of
+ * different widths, the values of that id one row holds number at most
  *
  * ```text
- * sum over the columns of the id:  1 (a value per row)  or  the column's own index reach (inside a list or map)
+ * the sum over the columns of the id of   1                 (a value per row)
+ *                                    or   its index reach   (inside a list or map: many values)
  * ```
  *
- * which may pass the narrowest reach: an Int32 column's list of 200 values beside an Int8 column
- * of the same id. Such schemas are refused before anything is written (the columnar writer takes
- * them). One index type, or columns of one value each, always fit: the values of a row come from
- * one input batch, whose indices reach no further. (`auto` uses the
- * columnar writer for such schemas.)
+ * which may pass the narrowest reach: an Int32 column's list of 200 values
+ * beside an Int8 column of the same id. Such schemas are refused before
+ * anything is written; the columnar writer takes them (and `auto` picks it).
+ * One index type, or columns of one value each, always fit: a row's values
+ * come from one input batch, whose indices reach no further.
  */
 export function unreadableSharedDictionary(fields: readonly Field[]): ShuffleError | null {
   const byId = new Map<number, { names: string[]; narrowest: number; widest: number; perRow: number }>();
