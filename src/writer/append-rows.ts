@@ -104,4 +104,11 @@ export class IdentityRows {
   bytesFor(rows: number): number {
     return this.ids.length >= rows ? this.ids.byteLength : Math.max(rows, this.ids.length * 2, 1024) * 4;
   }
+
+  /** Drops the array; returns the bytes it held (to release from a reservation: a second call returns 0). */
+  release(): number {
+    const bytes = this.ids.byteLength;
+    this.ids = new Uint32Array(0);
+    return bytes;
+  }
 }

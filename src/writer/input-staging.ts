@@ -105,9 +105,9 @@ export class InputStaging {
     this.rows = 0;
   }
 
-  /** Frees every buffer; returns the bytes released from the reservation. */
+  /** Frees every buffer; returns the bytes released from the reservation (0 the second time). */
   release(): number {
-    let bytes = this.identity.bytes + this.scratch.bytes;
+    let bytes = this.identity.release() + this.scratch.bytes;
     for (const column of this.columns) bytes += column.release();
     this.scratch.clear();
     this.rows = 0;
