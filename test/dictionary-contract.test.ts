@@ -21,7 +21,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  Bool, Dictionary, Field, Int16, Int32, Int64, Int8, MessageReader, RecordBatch, Schema, Struct, Uint16, Uint8, Utf8, Utf8View, Vector,
+  Bool, Dictionary, Field, Int16, Int32, Int8, MessageReader, RecordBatch, Schema, Struct, Uint16, Utf8, Utf8View, Vector,
   makeData, tableFromIPC, vectorFromArray, type Data, type DataType,
 } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
@@ -30,12 +30,12 @@ import { BatchCoalescer } from '../src/reader/batch-coalescer.js';
 import { ShuffleReader } from '../src/reader/shuffle-reader.js';
 import { DictionaryTracker } from '../src/writer/dictionary-tracker.js';
 import { ShuffleWriter } from '../src/writer/shuffle-writer.js';
+import { indicesOf, strings, type IndexType } from './support/dictionary-columns.js';
 
 let dir: string;
 beforeEach(async () => (dir = await mkdtemp(join(tmpdir(), 'cs-dict-contract-'))));
 afterEach(async () => rm(dir, { recursive: true, force: true }));
 
-type IndexType = Int8 | Int16 | Int32 | Uint8 | Uint16 | Int64;
 
 /** A schema of a partition-id column `pid` (not written) and a dictionary column `d`. */
 function schemaOf(type: Dictionary): Schema {
@@ -50,24 +50,11 @@ function dictType(indices: IndexType = new Int32(), values: DataType = new Utf8(
 function batchOf(type: Dictionary, dictionary: Vector, indices: readonly (number | null)[], pids?: readonly number[]): RecordBatch {
   const schema = schemaOf(type);
   const n = indices.length;
-  const Indices = type.indices.ArrayType as unknown as new (length: number) => { [i: number]: number | bigint };
-  const raw = new Indices(n);
-  const wide = (type.indices.bitWidth as number) === 64;
-  const bitmap = new Uint8Array((n + 7) >>> 3);
-  let nullCount = 0;
-  indices.forEach((v, i) => {
-    if (v === null) nullCount++;
-    else bitmap[i >>> 3]! |= 1 << (i & 7);
-    raw[i] = wide ? BigInt(v ?? 0) : (v ?? 0);
-  });
   const pid = makeData({ type: new Int32(), length: n, data: Int32Array.from({ length: n }, (_, i) => pids?.[i] ?? 0) });
-  const d = makeData({ type, length: n, nullCount, nullBitmap: nullCount > 0 ? bitmap : null, data: raw, dictionary } as never);
+  const d = indicesOf(type, dictionary, indices);
   return new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: n, nullCount: 0, children: [pid, d] }));
 }
 
-function strings(values: readonly (string | null)[]): Vector {
-  return vectorFromArray(values as string[], new Utf8());
-}
 
 /** The plain JS values a batch's rows hold in `d`. */
 function inputValues(batches: readonly RecordBatch[], p = 0): unknown[] {
