@@ -38,10 +38,10 @@ import {
   type DataType,
 } from 'apache-arrow';
 import { describe, expect, test } from 'vitest';
-import { ShuffleError } from '../src/errors.js';
 import { hashColumnInto } from '../src/writer/murmur3.js';
 import { createPartitioner } from '../src/writer/partitioner.js';
 import { XorShiftRandom } from '../src/writer/round-robin-start.js';
+import { thrown } from './support/failure.js';
 
 // ---------------------------------------------------------------------------------------------
 // Independent reference: Spark's Murmur3_x86_32, unsigned 32-bit arithmetic, results as Java ints.
@@ -332,28 +332,16 @@ describe('precomputed partition-id column', () => {
     for (const bad of [-1, -2, -2147483648]) {
       const batch = pidBatch(new Int32(), Int32Array.of(0, bad, 1), 3);
       const partitioner = createPartitioner({ kind: 'partition-id', column: 'pid' }, batch.schema, 4, 0);
-      let caught: unknown;
-      try {
-        partitioner.computePartitionIds(batch, new Uint32Array(3), 10);
-      } catch (error) {
-        caught = error;
-      }
-      expect(caught).toBeInstanceOf(ShuffleError);
-      expect((caught as ShuffleError).code).toBe('CS_PARTITION_ID_OUT_OF_RANGE');
-      expect((caught as ShuffleError).where.row).toBe(11);
+      const caught = thrown(() => partitioner.computePartitionIds(batch, new Uint32Array(3), 10));
+      expect(caught.code).toBe('CS_PARTITION_ID_OUT_OF_RANGE');
+      expect(caught.where.row).toBe(11);
     }
   });
 
   test('an Int64 partition-id column is refused when the partitioner is created (ids are 8, 16 or 32-bit integers)', () => {
     const schema = new Schema([new Field('pid', new Int64(), true)]);
-    let caught: unknown;
-    try {
-      createPartitioner({ kind: 'partition-id', column: 'pid' }, schema, 4, 0);
-    } catch (error) {
-      caught = error;
-    }
-    expect(caught).toBeInstanceOf(ShuffleError);
-    expect((caught as ShuffleError).code).toBe('CS_UNSUPPORTED_KEY_TYPE');
+    const caught = thrown(() => createPartitioner({ kind: 'partition-id', column: 'pid' }, schema, 4, 0));
+    expect(caught.code).toBe('CS_UNSUPPORTED_KEY_TYPE');
   });
 });
 

@@ -11,9 +11,9 @@
  */
 import { BinaryView, Dictionary, Field, Int32, Int64, Int8, RecordBatch, Schema, Struct, Uint32, Utf8, makeData, vectorFromArray, type Data } from 'apache-arrow';
 import { describe, expect, test } from 'vitest';
-import { ShuffleError } from '../src/errors.js';
 import { hashColumnInto } from '../src/writer/murmur3.js';
 import { createPartitioner } from '../src/writer/partitioner.js';
+import { thrown } from './support/failure.js';
 
 // ---------------------------------------------------------------------------------------------
 // Independent reference: Murmur3_x86_32 over BigInt (32-bit wrap by BigInt.asUintN), Java int results.
@@ -193,16 +193,10 @@ describe('precomputed partition-id column', () => {
       const pid = makeData({ type: new Uint32(), length: 3, nullCount: 0, data: values });
       const batch = batchOf([new Field('pid', new Uint32(), false)], [pid], 3);
       const partitioner = createPartitioner({ kind: 'partition-id', column: 'pid' }, batch.schema, 4, 0);
-      let caught: unknown;
-      try {
-        partitioner.computePartitionIds(batch, new Uint32Array(3), 100);
-      } catch (error) {
-        caught = error;
-      }
-      expect(caught).toBeInstanceOf(ShuffleError);
-      expect((caught as ShuffleError).code).toBe('CS_PARTITION_ID_OUT_OF_RANGE');
-      expect((caught as ShuffleError).message).toContain(`partition id ${bad} is outside [0, 4)`);
-      expect((caught as ShuffleError).where.row).toBe(101);
+      const caught = thrown(() => partitioner.computePartitionIds(batch, new Uint32Array(3), 100));
+      expect(caught.code).toBe('CS_PARTITION_ID_OUT_OF_RANGE');
+      expect(caught.message).toContain(`partition id ${bad} is outside [0, 4)`);
+      expect(caught.where.row).toBe(101);
     }
   });
 });
@@ -241,15 +235,9 @@ describe('view keys (Utf8View / BinaryView)', () => {
   ] as const)('a view with %s is refused (CS_INVALID_ARGUMENT naming the row), not hashed as some other bytes', (_name, bad) => {
     const views = viewsOf([{ inline: utf8('abc') }, { length: 21, prefix: long, buffer: 0, offset: 7 }, bad]);
     const data = makeData({ type: new BinaryView(), length: 3, nullCount: 0, views, variadicBuffers: [buffer] } as never) as Data;
-    let caught: unknown;
-    try {
-      hashOf(data);
-    } catch (error) {
-      caught = error;
-    }
-    expect(caught).toBeInstanceOf(ShuffleError);
-    expect((caught as ShuffleError).code).toBe('CS_INVALID_ARGUMENT');
-    expect((caught as ShuffleError).where.row).toBe(2);
+    const caught = thrown(() => hashOf(data));
+    expect(caught.code).toBe('CS_INVALID_ARGUMENT');
+    expect(caught.where.row).toBe(2);
   });
 });
 

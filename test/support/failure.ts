@@ -7,3 +7,15 @@ export async function failure(promise: Promise<unknown>): Promise<ShuffleError> 
   expect(error).toBeInstanceOf(ShuffleError);
   return error as ShuffleError;
 }
+
+/** The ShuffleError `run` throws (the test fails if it returns, or throws anything else). */
+export function thrown(run: () => unknown): ShuffleError {
+  let error: unknown = null;
+  try {
+    run();
+  } catch (e) {
+    error = e;
+  }
+  expect(error).toBeInstanceOf(ShuffleError);
+  return error as ShuffleError;
+}
