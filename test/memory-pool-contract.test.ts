@@ -281,39 +281,24 @@ describe('a grow asks reclaimable consumers, round after round, until it is gran
     expect(log.length).toBeGreaterThan(1);
   });
 
-  test('a grow that waited for another grow\'s reclaim, which freed enough for both, is granted at once, without asking anyone else', async () => {
+  test.each([
+    ['freed enough for both, is granted at once, without asking anyone else', 40, ['x asked 20']],
+    ['freed part of what it needs (30: r1 takes 20, r2 is 10 short), asks the next consumer only for the rest', 30, ['x asked 20', 'y asked 10']],
+  ] as [string, number, string[]][])('a grow that waited for another grow\'s reclaim, which %s', async (_, freed, asked) => {
     const pool = new MemoryPool(100);
     const log: string[] = [];
     const done = deferred<number>();
-    consumer(pool, 'x', log, (_bytes, self) => done.promise.then((freed) => (self.shrink(freed), freed))).tryGrow(60);
+    consumer(pool, 'x', log, (_bytes, self) => done.promise.then((n) => (self.shrink(n), n))).tryGrow(60);
     consumer(pool, 'y', log, spills).tryGrow(30);
     pool.register('n').tryGrow(10);
     const r1 = pool.register('r1');
     const r2 = pool.register('r2');
     const grown = Promise.all([r1.grow(20), r2.grow(20)]);
     await settle();
-    done.resolve(40);
+    done.resolve(freed);
     await grown;
-    expect(log).toEqual(['x asked 20']);
+    expect(log).toEqual(asked);
     expect([r1.size, r2.size]).toEqual([20, 20]);
-  });
-
-  test('a grow that waited for another grow\'s reclaim, which freed part of what it needs, asks the next consumer only for the rest', async () => {
-    const pool = new MemoryPool(100);
-    const log: string[] = [];
-    const done = deferred<number>();
-    consumer(pool, 'x', log, (_bytes, self) => done.promise.then((freed) => (self.shrink(freed), freed))).tryGrow(60);
-    consumer(pool, 'y', log, spills).tryGrow(30);
-    pool.register('n').tryGrow(10);
-    const r1 = pool.register('r1');
-    const r2 = pool.register('r2');
-    const grown = Promise.all([r1.grow(20), r2.grow(20)]);
-    await settle();
-    done.resolve(30); // r1 takes 20 of the 30, leaving r2 10 short
-    await grown;
-    expect(log).toEqual(['x asked 20', 'y asked 10']);
-    expect([r1.size, r2.size]).toEqual([20, 20]);
-    expect(pool.reserved).toBe(100);
   });
 
   test("a reclaim another grow started and that fails is waited for, and its error is not the waiting grow's: that grow goes on and is granted", async () => {
