@@ -17,7 +17,9 @@ import { cutToRows } from './cut-to-rows.js';
  *   it, another batch made from the same arrays) may be used afterwards (sending
  *   it again is CS_INVALID_ARGUMENT).
  * - `copy`: every buffer is copied; the sender keeps a usable batch.
- * A slice's copy holds only the bytes of its rows (see cutToRows).
+ * A slice's copy holds only the bytes of its rows (see cutToRows), but for a
+ * slice from row 0 of Bool columns alone, which cannot be told from its parent:
+ * its bitmaps are copied whole (an eighth of a byte per row of the parent).
  * SharedArrayBuffers are shared as they are in both modes (neither copied nor moved).
  * Dictionaries are always copied: a batch stream shares them from batch to
  * batch (see SentDictionaries).
