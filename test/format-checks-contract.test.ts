@@ -46,21 +46,9 @@ import { frameOf } from '../src/cli/ipc-frames.js';
 import { encodeRecordBatchHeader, encodeSchemaMessage, END_OF_STREAM } from '../src/format/ipc-message.js';
 import { readIpcStream } from '../src/format/ipc-reader.js';
 import { compressLz4FrameBytes, decompressSingleBlock, xxh32 } from '../src/format/lz4-frame.js';
+import { concat, u32, hc, frameHeader } from './support/lz4-frames.js';
 
 const schema = new Schema([new Field('v', new Int32(), false)]);
-const concat = (parts: readonly (Uint8Array | readonly number[])[]): Uint8Array => new Uint8Array(Buffer.concat(parts.map((p) => Uint8Array.from(p))));
-const u32 = (n: number): number[] => [n & 0xff, (n >>> 8) & 0xff, (n >>> 16) & 0xff, (n >>> 24) & 0xff];
-const hc = (descriptor: readonly number[]): number => (xxh32(Uint8Array.from(descriptor), 0) >>> 8) & 0xff;
-/** magic, FLG, BD, [content size], HC */
-function frameHeader(flg: number, bd: number, contentSize?: number): number[] {
-  const descriptor = [flg, bd];
-  if (contentSize !== undefined) {
-    const size = new Uint8Array(8);
-    new DataView(size.buffer).setBigUint64(0, BigInt(contentSize), true);
-    descriptor.push(...size);
-  }
-  return [0x04, 0x22, 0x4d, 0x18, ...descriptor, hc(descriptor)];
-}
 /** `rows` int32 values i % 100 (they compress well) */
 const int32s = (rows: number): Uint8Array => new Uint8Array(Int32Array.from({ length: rows }, (_, i) => i % 100).buffer);
 const valuesOf = (rows: number): number[] => Array.from({ length: rows }, (_, i) => i % 100);

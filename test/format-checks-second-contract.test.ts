@@ -24,20 +24,8 @@ import { compress as zstdCompress } from 'zstd-napi';
 import { codecByName } from '../src/format/codec.js';
 import { compressLz4FrameBytes, lz4FrameProblem, xxh32 } from '../src/format/lz4-frame.js';
 import { columnInconsistency } from '../src/format/validate-column.js';
+import { concat, u32, hc, frameHeader } from './support/lz4-frames.js';
 
-const concat = (parts: readonly (Uint8Array | readonly number[])[]): Uint8Array => new Uint8Array(Buffer.concat(parts.map((p) => Uint8Array.from(p))));
-const u32 = (n: number): number[] => [n & 0xff, (n >>> 8) & 0xff, (n >>> 16) & 0xff, (n >>> 24) & 0xff];
-const hc = (descriptor: readonly number[]): number => (xxh32(Uint8Array.from(descriptor), 0) >>> 8) & 0xff;
-/** magic, FLG, BD, [content size], HC */
-function frameHeader(flg: number, bd: number, contentSize?: number): number[] {
-  const descriptor = [flg, bd];
-  if (contentSize !== undefined) {
-    const size = new Uint8Array(8);
-    new DataView(size.buffer).setBigUint64(0, BigInt(contentSize), true);
-    descriptor.push(...size);
-  }
-  return [0x04, 0x22, 0x4d, 0x18, ...descriptor, hc(descriptor)];
-}
 const STORED = 0x80000000;
 /** A block field and its data: `bytes` placeholder bytes, compressed (as far as the field says) or stored. */
 const block = (bytes: number, stored = false): Uint8Array => concat([u32(stored ? (bytes | STORED) >>> 0 : bytes), new Uint8Array(bytes).fill(0x11)]);

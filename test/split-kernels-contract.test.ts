@@ -31,7 +31,6 @@ import {
   Schema,
   Struct,
   Utf8,
-  Utf8View,
   type Data,
   type DataType,
 } from 'apache-arrow';
@@ -45,6 +44,7 @@ import { buildColumn } from './support/columns.js';
 import { buildAny } from './support/nested.js';
 import { Rng } from './support/random.js';
 import { firstDifference, makeTempDir, removeDir, runShuffle, type ShuffleOutcome, type WriterOptions } from './support/shuffle-harness.js';
+import { viewData } from './support/view-columns.js';
 
 let dir: string;
 let runs = 0;
@@ -145,35 +145,6 @@ describe('binary values', () => {
   });
 });
 
-/**
- * A Utf8View column of these values (null: a null row, its view garbage): values of up to 12
- * bytes inline, longer ones dealt over `buffers` variadic buffers in turn, each after a few
- * bytes of garbage.
- */
-function viewData(values: readonly (string | null)[], buffers: number): Data {
-  const views = new Uint8Array(values.length * 16);
-  const view = new DataView(views.buffer);
-  const parts: number[][] = Array.from({ length: buffers }, () => []);
-  let next = 0;
-  values.forEach((v, r) => {
-    if (v === null) {
-      view.setInt32(r * 16, 1000 + r, true); // a long view pointing nowhere: null rows are not read
-      view.setInt32(r * 16 + 8, 7, true);
-      return;
-    }
-    const bytes = encoder.encode(v);
-    view.setInt32(r * 16, bytes.byteLength, true);
-    if (bytes.byteLength <= 12) return views.set(bytes, r * 16 + 4);
-    views.set(bytes.subarray(0, 4), r * 16 + 4);
-    const b = next++ % buffers;
-    parts[b]!.push(0xee, 0xee, 0xee);
-    view.setInt32(r * 16 + 8, b, true);
-    view.setInt32(r * 16 + 12, parts[b]!.length, true);
-    parts[b]!.push(...bytes);
-  });
-  const nulls = values.filter((v) => v === null).length;
-  return makeData({ type: new Utf8View(), views, variadicBuffers: parts.map((p) => Uint8Array.from(p)), length: values.length, nullCount: nulls, nullBitmap: bitmapOf((i) => values[i] !== null, values.length) } as never) as Data;
-}
 
 describe('view values', () => {
   const lengths = [0, 1, 4, 11, 12, 13, 14, 16, 17, 40];

@@ -43,6 +43,7 @@ import { buildColumn } from './support/columns.js';
 import { canonical, valueAt } from './support/js-values.js';
 import { Rng } from './support/random.js';
 import { firstDifference, makeTempDir, removeDir, runShuffle } from './support/shuffle-harness.js';
+import { viewData } from './support/view-columns.js';
 
 /** Row i of `data` as arrow-js reads it, canonical. */
 function jsOf(data: Data): (i: number) => string {
@@ -187,25 +188,6 @@ describe('binary values copied into a data buffer too small for them (grown on t
   });
 });
 
-/** A Utf8View column of these values: up to 12 bytes inline, longer ones dealt over `buffers` variadic buffers in turn, each after 3 bytes of garbage. */
-function viewData(values: readonly string[], buffers: number): Data {
-  const views = new Uint8Array(values.length * 16);
-  const view = new DataView(views.buffer);
-  const parts: number[][] = Array.from({ length: buffers }, () => []);
-  let next = 0;
-  values.forEach((v, r) => {
-    const bytes = encoder.encode(v);
-    view.setInt32(r * 16, bytes.byteLength, true);
-    if (bytes.byteLength <= 12) return views.set(bytes, r * 16 + 4);
-    views.set(bytes.subarray(0, 4), r * 16 + 4);
-    const b = next++ % buffers;
-    parts[b]!.push(0xee, 0xee, 0xee);
-    view.setInt32(r * 16 + 8, b, true);
-    view.setInt32(r * 16 + 12, parts[b]!.length, true);
-    parts[b]!.push(...bytes);
-  });
-  return makeData({ type: new Utf8View(), views, variadicBuffers: parts.map((p) => Uint8Array.from(p)), length: values.length, nullCount: 0 } as never) as Data;
-}
 
 describe('view values: inline ones (up to 12 bytes) copied as their views, long ones from any variadic buffer', () => {
   const values = [...Array.from({ length: 14 }, (_, n) => valueOf(n, n)), valueOf(20, 13), valueOf(21, 40), valueOf(22, 12), valueOf(23, 200), valueOf(24, 9)];
