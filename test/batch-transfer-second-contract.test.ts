@@ -16,26 +16,19 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { MessageChannel, receiveMessageOnPort, Worker } from 'node:worker_threads';
+import { Worker } from 'node:worker_threads';
 import { describe, expect, test } from 'vitest';
 import { Bool, Dictionary, Field, Int32, Int64, List, makeData, RecordBatch, Schema, SparseUnion, Struct, Table, Utf8, Utf8View, Vector, vectorFromArray, type Data } from 'apache-arrow';
-import { batchFromTransferable, batchToTransferable, ReceivedDictionaries, SentDictionaries, type PreparedTransfer, type TransferableBatch, type TransferMode } from '../src/shuffle/batch-transfer.js';
+import { batchFromTransferable, batchToTransferable, ReceivedDictionaries, SentDictionaries, type TransferMode } from '../src/shuffle/batch-transfer.js';
 import { MapTaskPool } from '../src/shuffle/map-task-pool.js';
 import { writerSpecOf, type HostMessage, type WorkerMessage } from '../src/shuffle/worker-protocol.js';
 import { batchOf } from './support/columns.js';
 import { indicesOf, words } from './support/dictionary-columns.js';
 import { valueAt } from './support/js-values.js';
 import { readBackRows, useMapTaskFixture } from './support/map-task-fixture.js';
+import { post } from './support/post-batch.js';
 import { rowsOf } from './support/rows.js';
 
-/** Posts a prepared batch through a real MessageChannel, as MapTaskPool posts it to a worker, and returns what arrives. */
-function post(prepared: PreparedTransfer): TransferableBatch {
-  const { port1, port2 } = new MessageChannel();
-  port1.postMessage(prepared.batch, prepared.transfer);
-  const message = receiveMessageOnPort(port2)!.message as TransferableBatch;
-  port1.close();
-  return message;
-}
 
 function roundTrip(batch: RecordBatch, mode: TransferMode = 'exclusive') {
   const prepared = batchToTransferable(batch, mode);

@@ -21,26 +21,19 @@ import { getEventListeners } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { MessageChannel, receiveMessageOnPort, Worker } from 'node:worker_threads';
+import { Worker } from 'node:worker_threads';
 import { describe, expect, test } from 'vitest';
 import { Dictionary, Field, Int32, Int64, List, makeData, RecordBatch, Schema, Utf8, Utf8View, Vector, vectorFromArray } from 'apache-arrow';
-import { batchFromTransferable, batchToTransferable, ReceivedDictionaries, SentDictionaries, type PreparedTransfer, type TransferableBatch, type TransferMode } from '../src/shuffle/batch-transfer.js';
+import { batchFromTransferable, batchToTransferable, ReceivedDictionaries, SentDictionaries, type TransferableBatch, type TransferMode } from '../src/shuffle/batch-transfer.js';
 import { narrowBatch, NARROW_SCHEMA } from '../src/cli/demo-data.js';
 import { MapTaskPool, type MapTaskProgress, type MapTaskSpec } from '../src/shuffle/map-task-pool.js';
 import type { MapStatus } from '../src/shuffle/map-status.js';
 import { runChildModule } from './support/child-module.js';
 import { batchOf } from './support/columns.js';
 import { narrowTaskSpec, readBackRows, useMapTaskFixture } from './support/map-task-fixture.js';
+import { post } from './support/post-batch.js';
 import { rowsOf } from './support/rows.js';
 
-/** Posts a prepared batch through a real MessageChannel, as MapTaskPool posts it to a worker, and returns what arrives. */
-function post(prepared: PreparedTransfer): TransferableBatch {
-  const { port1, port2 } = new MessageChannel();
-  port1.postMessage(prepared.batch, prepared.transfer);
-  const message = receiveMessageOnPort(port2)!.message as TransferableBatch;
-  port1.close();
-  return message;
-}
 
 function roundTrip(batch: RecordBatch, mode: TransferMode = 'exclusive') {
   const prepared = batchToTransferable(batch, mode);
