@@ -40,7 +40,7 @@ import { ShuffleWriter } from '../src/writer/shuffle-writer.js';
 import { createShuffleWriter } from '../src/writer-kind.js';
 import { unreadableSharedDictionary } from '../src/sort-writer/shared-dictionaries.js';
 import { indicesOf, strings, words, type IndexType } from './support/dictionary-columns.js';
-import { canonical, valueAt } from './support/js-values.js';
+import { canonical, expectedByPid, jsRows, jsRowsWithoutPid, valueAt } from './support/js-values.js';
 
 let dir: string;
 beforeEach(async () => (dir = await mkdtemp(join(tmpdir(), 'cs-dict-second-'))));
@@ -57,26 +57,9 @@ function schemaOf(...fields: Field[]): Schema {
   return new Schema([new Field('pid', new Int32(), false), ...fields]);
 }
 
-/** Per partition, the input's rows (every column but pid) as canonical strings of arrow-js's values. */
-function expectedRows(batches: readonly RecordBatch[], numPartitions: number): string[][] {
-  const out: string[][] = Array.from({ length: numPartitions }, () => []);
-  for (const b of batches) {
-    const pids = b.getChildAt(0)!;
-    const columns = b.schema.fields.slice(1).map((_, c) => b.getChildAt(c + 1)!);
-    for (let i = 0; i < b.numRows; i++) out[pids.get(i) as number]!.push(columns.map((v) => canonical(valueAt(v, i))).join(' | '));
-  }
-  return out;
-}
-
 /** The rows arrow-js reads from a partition's stream, as canonical strings. */
 function arrowRows(bytes: Uint8Array): string[] {
-  if (bytes.byteLength === 0) return [];
-  const out: string[] = [];
-  for (const b of tableFromIPC(bytes).batches) {
-    const columns = b.schema.fields.map((_, c) => b.getChildAt(c)!);
-    for (let i = 0; i < b.numRows; i++) out.push(columns.map((v) => canonical(valueAt(v, i))).join(' | '));
-  }
-  return out;
+  return bytes.byteLength === 0 ? [] : tableFromIPC(bytes).batches.flatMap(jsRows);
 }
 
 /** Writes `batches` uncompressed with partition ids from `pid`; every partition's bytes. */
@@ -98,7 +81,7 @@ async function write(batches: readonly RecordBatch[], numPartitions = 1, options
 /** Writes `batches` and checks that arrow-js reads back every partition's input rows, in order. */
 async function roundTrip(batches: readonly RecordBatch[], numPartitions = 1, options: Record<string, unknown> = {}): Promise<void> {
   const bytes = await write(batches, numPartitions, { maxBatchRows: 2, ...options });
-  const expected = expectedRows(batches, numPartitions);
+  const expected = expectedByPid(batches, numPartitions);
   for (let p = 0; p < numPartitions; p++) expect(arrowRows(bytes[p]!), `partition ${p}`).toEqual(expected[p]);
 }
 
@@ -123,7 +106,7 @@ describe('empty dictionaries and null rows', () => {
       batchOf(schema, [indicesOf(type, strings(['x', 'y']), [1, null, 0], -9)]),
     ];
     const bytes = await write(batches, 1, { maxBatchRows: 1 });
-    expect(arrowRows(bytes[0]!)).toEqual(expectedRows(batches, 1)[0]);
+    expect(arrowRows(bytes[0]!)).toEqual(expectedByPid(batches, 1)[0]);
     expect(dictionaryBatches(bytes[0]!)).toEqual([[false, 0], [true, 2]]);
   });
 });
@@ -140,7 +123,7 @@ describe('delta updates across batches', () => {
       batchOf(schema, [indicesOf(type, extended, [2, 1, null])]),
     ];
     const bytes = await write(batches, 1, { maxBatchRows: 1 });
-    expect(arrowRows(bytes[0]!)).toEqual(expectedRows(batches, 1)[0]);
+    expect(arrowRows(bytes[0]!)).toEqual(expectedByPid(batches, 1)[0]);
     expect(dictionaryBatches(bytes[0]!)).toEqual([[false, 2], [true, 1]]);
   });
 });
@@ -152,7 +135,7 @@ describe('a rebuilt single-chunk dictionary compared value by value: slices, nul
     const schema = schemaOf(new Field('d', type, true));
     const batches = dictionaries.map((d) => batchOf(schema, [indicesOf(type, d, Array.from({ length: d.length }, (_, i) => d.length - 1 - i))]));
     const bytes = await write(batches, 1, { maxBatchRows: 1 });
-    expect(arrowRows(bytes[0]!)).toEqual(expectedRows(batches, 1)[0]);
+    expect(arrowRows(bytes[0]!)).toEqual(expectedByPid(batches, 1)[0]);
     return dictionaryBatches(bytes[0]!);
   }
 
@@ -308,10 +291,7 @@ describe('fields that share one dictionary id', () => {
     const reader = await ShuffleReader.open(prefix);
     try {
       const out: string[] = [];
-      for await (const b of reader.readPartition(0)) {
-        const columns = b.schema.fields.map((_, c) => b.getChildAt(c)!);
-        for (let i = 0; i < b.numRows; i++) out.push(columns.map((v) => canonical(valueAt(v, i))).join(' | '));
-      }
+      for await (const b of reader.readPartition(0)) out.push(...jsRows(b));
       return out;
     } finally {
       await reader.close();
@@ -327,7 +307,7 @@ describe('fields that share one dictionary id', () => {
   ] as [string, IndexType, IndexType][])('%s: an unrelated dictionary that would take the Int8 field past 127 starts over, and both fields read back every value (arrow-js and our reader)', async (_, a, b) => {
     const batches = sharedBatches(sharedSchema(a, b));
     await roundTrip(batches, 1, { maxBatchRows: 1 });
-    expect(await readerRows(join(dir, 'out'))).toEqual(expectedRows(batches, 1)[0]);
+    expect(await readerRows(join(dir, 'out'))).toEqual(expectedByPid(batches, 1)[0]);
   });
 
   test.each([
@@ -335,7 +315,7 @@ describe('fields that share one dictionary id', () => {
     ['the Int32-indexed field first', new Int32(), new Int8()],
   ] as [string, IndexType, IndexType][])('reduce side, %s: the coalescer does not merge two unrelated 100-value dictionaries (199 is past Int8), every value kept', (_, a, b) => {
     const batches = sharedBatches(sharedSchema(a, b));
-    expect(coalesced(batches)).toEqual(expectedRows(batches, 1)[0]);
+    expect(coalesced(batches)).toEqual(expectedByPid(batches, 1)[0]);
   });
 
   test.each([
@@ -354,7 +334,7 @@ describe('fields that share one dictionary id', () => {
     const writer = await createShuffleWriter('sort', { numPartitions: 1, partitioning: { kind: 'partition-id', column: 'pid' }, outputPrefix: prefix, codec: 'none' });
     await writer.write(batch);
     await writer.finish();
-    expect(await readerRows(prefix)).toEqual(expectedRows([batch], 1)[0]);
+    expect(await readerRows(prefix)).toEqual(expectedByPid([batch], 1)[0]);
   });
 
   test('sort writer, two Int8-indexed fields: rows of two batches with unrelated dictionaries, where the first field alone fills 128 values and the second field\'s values in the rows before lie past them, read back (the reader tried those rows again and refused them as corrupt)', async () => {
@@ -370,7 +350,7 @@ describe('fields that share one dictionary id', () => {
     const writer = await createShuffleWriter('sort', { numPartitions: 1, partitioning: { kind: 'partition-id', column: 'pid' }, outputPrefix: prefix, codec: 'none' });
     for (const b of batches) await writer.write(b);
     await writer.finish();
-    expect(await readerRows(prefix)).toEqual(expectedRows(batches, 1)[0]);
+    expect(await readerRows(prefix)).toEqual(expectedByPid(batches, 1)[0]);
   });
 
   test('an Int32-indexed list beside an Int8-indexed column of the same id: one row may meet more values than Int8 indexes, so the sort writer refuses the schema before writing anything, naming the columns, and the columnar writer writes it', async () => {
@@ -415,7 +395,7 @@ describe('fields that share one dictionary id', () => {
     const out = batches.flatMap((b) => coalescer.push(b));
     const last = coalescer.finish();
     if (last !== null) out.push(last);
-    return out.flatMap((b) => Array.from({ length: b.numRows }, (_, i) => b.schema.fields.slice(1).map((_, c) => canonical(valueAt(b.getChildAt(c + 1)!, i))).join(' | ')));
+    return out.flatMap(jsRowsWithoutPid);
   }
 });
 
@@ -484,7 +464,7 @@ describe('the reduce side: held dictionaries across messages and partitions', ()
     } finally {
       await reader.close();
     }
-    expect(got).toEqual(expectedRows(batches, 2).flat());
+    expect(got).toEqual(expectedByPid(batches, 2).flat());
   });
 });
 

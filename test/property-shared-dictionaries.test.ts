@@ -19,7 +19,7 @@ import { afterEach, beforeEach, expect, test } from 'vitest';
 import { ShuffleReader } from '../src/reader/shuffle-reader.js';
 import { createShuffleWriter } from '../src/writer-kind.js';
 import { indicesOf, words, type IndexType } from './support/dictionary-columns.js';
-import { canonical, valueAt } from './support/js-values.js';
+import { expectedByPid, jsRows } from './support/js-values.js';
 import { Rng } from './support/random.js';
 import { registerArrowJsDecoders } from './support/shuffle-harness.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
@@ -88,27 +88,6 @@ function build(c: Case): { schema: Schema; batches: RecordBatch[]; mixedWithList
   return { schema, batches, mixedWithList };
 }
 
-/** Rows of batches (every column but pid when `skipPid`), as canonical strings of arrow-js's values. */
-function rowsOf(batches: Iterable<RecordBatch>, skipPid: boolean): string[] {
-  const out: string[] = [];
-  for (const b of batches) {
-    const columns = b.schema.fields.map((_, c) => b.getChildAt(c)!).slice(skipPid ? 1 : 0);
-    for (let i = 0; i < b.numRows; i++) out.push(columns.map((v) => canonical(valueAt(v, i))).join(' | '));
-  }
-  return out;
-}
-
-/** Per partition, the input's rows in input order. */
-function expectedRows(batches: readonly RecordBatch[], numPartitions: number): string[][] {
-  const out: string[][] = Array.from({ length: numPartitions }, () => []);
-  for (const b of batches) {
-    const rows = rowsOf([b], true);
-    const pids = b.getChildAt(0)!;
-    rows.forEach((row, i) => out[pids.get(i) as number]!.push(row));
-  }
-  return out;
-}
-
 async function collect(batches: AsyncIterable<RecordBatch>): Promise<RecordBatch[]> {
   const out: RecordBatch[] = [];
   for await (const b of batches) out.push(b);
@@ -119,7 +98,7 @@ test('property (fixed seed): columns sharing a dictionary id come back whole fro
   await fc.assert(
     fc.asyncProperty(caseArb, async (c) => {
       const { batches, mixedWithList } = build(c);
-      const expected = expectedRows(batches, c.numPartitions);
+      const expected = expectedByPid(batches, c.numPartitions);
       for (const kind of ['hash', 'sort'] as const) {
         const prefix = join(dir, `${kind}-out`);
         const writer = await createShuffleWriter(kind, { numPartitions: c.numPartitions, partitioning: { kind: 'partition-id', column: 'pid' }, outputPrefix: prefix, overwrite: true, codec: 'lz4', maxBatchRows: c.maxBatchRows });
@@ -136,11 +115,11 @@ test('property (fixed seed): columns sharing a dictionary id come back whole fro
         const reader = await ShuffleReader.open(prefix);
         try {
           for (let p = 0; p < c.numPartitions; p++) {
-            expect(rowsOf(await collect(reader.readPartition(p)), false), `${kind}, partition ${p}`).toEqual(expected[p]);
-            expect(rowsOf(await collect(reader.readPartition(p, { coalesceRows: c.coalesceRows })), false), `${kind}, partition ${p}, coalesced`).toEqual(expected[p]);
+            expect((await collect(reader.readPartition(p))).flatMap(jsRows), `${kind}, partition ${p}`).toEqual(expected[p]);
+            expect((await collect(reader.readPartition(p, { coalesceRows: c.coalesceRows }))).flatMap(jsRows), `${kind}, partition ${p}, coalesced`).toEqual(expected[p]);
             if (kind === 'hash') {
               const bytes = await reader.partitionBytes(p);
-              expect(bytes.byteLength === 0 ? [] : rowsOf(tableFromIPC(bytes).batches, false), `arrow-js, partition ${p}`).toEqual(expected[p]);
+              expect(bytes.byteLength === 0 ? [] : tableFromIPC(bytes).batches.flatMap(jsRows), `arrow-js, partition ${p}`).toEqual(expected[p]);
             }
           }
         } finally {

@@ -4,6 +4,7 @@ import { MAX_INLINE_BYTES, VIEW_BYTES } from '../format/binary-view.js';
 import type { FieldNodeInfo } from '../format/ipc-message.js';
 import { dataFromBuffers } from '../format/ipc-reader.js';
 import { columnLayoutOf, type ColumnLayout, type DictionaryLayout, type UnionLayout } from '../writer/column-layout.js';
+import { maxDictionaryIndex } from '../writer/dictionary-indices.js';
 import { hasLengthSlot, slotWidthOf } from './row-layout.js';
 
 /**
@@ -635,9 +636,9 @@ class DictionaryBuilder extends Builder {
   }
 }
 
-/** How many distinct values indices of this type address: Int8 128, Uint8 256, ... */
+/** How many distinct values indices of this type address: Int8 128, Uint8 256, ... (2^31 at most, as the writers keep to). */
 function indexCapacity(layout: DictionaryLayout): number {
-  return 2 ** (8 * layout.indexWidth - (layout.indexSigned ? 1 : 0));
+  return maxDictionaryIndex(layout) + 1;
 }
 
 /**

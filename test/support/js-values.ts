@@ -109,6 +109,19 @@ export function jsRows(batch: RecordBatch): string[] {
   return out;
 }
 
+/** jsRows of every column but the first: the partition id column `pid` a test's input carries and its output does not. */
+export function jsRowsWithoutPid(batch: RecordBatch): string[] {
+  return jsRows(batch.selectAt(batch.schema.fields.map((_, c) => c).slice(1)));
+}
+
+/** Per partition, the input's rows (jsRowsWithoutPid) that its first column, the partition id, sends there, in input order. */
+export function expectedByPid(batches: readonly RecordBatch[], numPartitions: number): string[][] {
+  return expectedBy(batches, numPartitions, jsRowsWithoutPid, (batch) => {
+    const pids = batch.getChildAt(0)!;
+    return (i) => pids.get(i) as number;
+  });
+}
+
 /** Spark's partition of an int64 key: pmod(Murmur3_x86_32.hashLong(key, 42), n). */
 export function sparkPartitionOfLong(key: bigint, numPartitions: number): number {
   const lo = Number(BigInt.asUintN(32, key)) | 0;
