@@ -14,10 +14,8 @@
  * row blocks of its own format, read only by our reader, so they are not here. flechette is
  * pinned at 2.6.0: 2.7.0 depends on @uwdata/wk-geojson, which the npm registry does not have.
  */
-import { DataType, DateUnit, Field, Int32, IntervalUnit, makeData, RecordBatch, Schema, type Data } from 'apache-arrow';
-import { CompressionType, setCompressionCodec, tableFromIPC, tableToIPC, type Table } from '@uwdata/flechette';
-import { compressFrameSync, decompressFrameSync } from 'lz4-napi';
-import * as zstd from 'zstd-napi';
+import { Field, Int32, makeData, RecordBatch, Schema, type Data, type DataType } from 'apache-arrow';
+import { CompressionType, tableFromIPC, tableToIPC } from '@uwdata/flechette';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
@@ -28,49 +26,19 @@ import { batchOf, buildColumn, TYPE_CASES } from './support/columns.js';
 import { buildAny, NESTED_KINDS, nestedType, type DictionaryContext, type NestedKind } from './support/nested.js';
 import { Rng } from './support/random.js';
 import { cli } from './support/cli-run.js';
-import { asBuffer, asBytes } from './support/polars.js';
+import { DECODE, registerFlechetteCodecs, rowsOf, withinNumbers } from './support/flechette.js';
+import { asBytes } from './support/polars.js';
 import { firstDifference } from './support/shuffle-harness.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
 
 const PARTITIONS = 3;
 const CODECS: readonly CodecName[] = ['lz4', 'zstd', 'none'];
-/** exact values: 64-bit integers, timestamps and decimals as bigints, maps as Maps */
-const DECODE = { useBigInt: true, useBigIntTimestamp: true, useDecimalInt: true, useMap: true } as const;
 
 let dir: string;
 beforeEach(async () => (dir = await makeTempDir('cs-flechette-')));
 afterEach(async () => removeDir(dir));
 
-beforeAll(() => {
-  // the codecs' own libraries decode the bytes; flechette reads the length prefixes and the rest. Plain
-  // Uint8Arrays, not Node Buffers, go back to flechette: its binary values would be Buffers otherwise
-  setCompressionCodec(CompressionType.LZ4_FRAME, {
-    encode: (bytes) => asBytes(compressFrameSync(asBuffer(bytes))),
-    decode: (bytes, length) => ofLength(decompressFrameSync(asBuffer(bytes)), length),
-  });
-  setCompressionCodec(CompressionType.ZSTD, { encode: (bytes) => asBytes(zstd.compress(bytes)), decode: (bytes, length) => ofLength(zstd.decompress(bytes), length) });
-});
-
-/** A buffer's length prefix must be its decoded length, as Arrow C++ and pyarrow require (arrow-js 21.2.0 writes another). */
-function ofLength(decoded: Uint8Array, prefix: number): Uint8Array {
-  if (decoded.byteLength !== prefix) throw new Error(`a compressed buffer's length prefix says ${prefix} bytes, it decodes to ${decoded.byteLength}`);
-  return asBytes(decoded);
-}
-
-/** One canonical line per row: every value as JSON, bigints as "123n", typed arrays (bytes, lists) as arrays, maps as entry lists. */
-function rowsOf(table: Table, without: string | null = null): string[] {
-  const names = table.schema.fields.map((f) => f.name).filter((name) => name !== without);
-  const columns = names.map((name) => table.getChild(name)!);
-  return Array.from({ length: table.numRows }, (_, i) => JSON.stringify(columns.map((column) => column.at(i)), canonical));
-}
-
-function canonical(_key: string, value: unknown): unknown {
-  if (typeof value === 'bigint') return `${value}n`;
-  if (value instanceof Map) return { map: [...value.entries()] };
-  // (flechette gives a list of non-null values as a typed array, and as an array when the child has a validity bitmap: both are valid)
-  if (ArrayBuffer.isView(value)) return Array.from(value as unknown as ArrayLike<number | bigint>, (v) => (typeof v === 'bigint' ? `${v}n` : v));
-  return value;
-}
+beforeAll(registerFlechetteCodecs);
 
 /** Writes `batches` (column `p` the partition id) with the columnar writer, then decodes each partition's bytes with flechette. */
 async function shuffleAndDecode(batches: Iterable<RecordBatch> | AsyncIterable<RecordBatch>, codec: CodecName, dictionaryUpdates?: DictionaryUpdates): Promise<string[][]> {
@@ -103,25 +71,6 @@ function expectedPartitions(batches: RecordBatch[]): string[][] {
     rows.forEach((row, i) => expected[ids.get(i) as number]!.push(row));
   }
   return expected;
-}
-
-/**
- * flechette gives dates in milliseconds and a month-day-nano interval's nanoseconds as JS
- * numbers, and refuses a value past 2^53: such values (random 64-bit ones, at any depth)
- * get their top 16 bits cleared.
- */
-function withinNumbers(data: Data): Data {
-  const { type } = data;
-  const wide = (DataType.isDate(type) && type.unit === DateUnit.MILLISECOND) || (DataType.isInterval(type) && type.unit === IntervalUnit.MONTH_DAY_NANO);
-  if (wide && data.values !== undefined) {
-    const bytes = new Uint8Array(data.values.buffer, data.values.byteOffset, data.values.byteLength);
-    const stride = DataType.isDate(type) ? 8 : 16;
-    // the int64 is the slot's last 8 bytes (a date's only ones, an interval's nanoseconds), little-endian: its top 2 bytes last
-    for (let slot = 0; slot + stride <= bytes.length; slot += stride) bytes.fill(0, slot + stride - 2, slot + stride);
-  }
-  for (const child of data.children) withinNumbers(child);
-  for (const chunk of data.dictionary?.data ?? []) withinNumbers(chunk);
-  return data;
 }
 
 /** Each partition's rows against what it should hold: the first difference, or null. */

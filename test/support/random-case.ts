@@ -4,7 +4,7 @@
  * counterexample can be replayed from a script or another test).
  */
 import fc from 'fast-check';
-import { Int16, Int32, Int8, Table, Uint8, makeData, tableFromIPC, tableToIPC, type DataType, type RecordBatch, type Schema } from 'apache-arrow';
+import { Int16, Int32, Int8, Table, Uint8, makeData, tableFromIPC, tableToIPC, type Data, type DataType, type RecordBatch, type Schema } from 'apache-arrow';
 import type { CodecName } from '../../src/format/codec.js';
 import type { Partitioning } from '../../src/writer/partitioner.js';
 import type { RangeKey } from '../../src/writer/range-partitioner.js';
@@ -125,7 +125,8 @@ function pidType(n: number, pick: number): DataType {
   return pick % 2 === 0 ? new Int16() : new Int32();
 }
 
-export function build(c: RoundTripCase): Built {
+/** `adjust` may change each column's values in place before the batches are formed (and range bounds drawn from them). */
+export function build(c: RoundTripCase, adjust: (column: Data) => void = () => undefined): Built {
   const specs: ColumnSpec[] = c.columns.map((col, i) => ({ name: `c${i}`, type: TYPE_CASES[col.typeIndex]!.make(), nullable: col.nullable }));
   let partitioning: Partitioning;
   let pidIndex = -1;
@@ -151,7 +152,9 @@ export function build(c: RoundTripCase): Built {
       if (i === pidIndex) return pidColumn(spec.type, b.rows, c.numPartitions, rng, b.validityModes[i]! === 2);
       const mode = b.validityModes[i]!;
       const validity: ValiditySpec = !spec.nullable || mode === 0 ? (mode === 2 ? { bitmap: true, nullRate: 0 } : NO_BITMAP) : mode === 1 ? { bitmap: true, nullRate: b.nullRate } : { bitmap: true, nullRate: 0 };
-      return buildColumn(spec.type, b.rows, validity, rng, { longValues: b.longValues && b.rows <= 300 }); // at most ~2 MB a column
+      const column = buildColumn(spec.type, b.rows, validity, rng, { longValues: b.longValues && b.rows <= 300 }); // at most ~2 MB a column
+      adjust(column);
+      return column;
     });
     const batch = batchOf(schema, children, b.rows);
     const begin = b.sliceA % (b.rows + 1);
