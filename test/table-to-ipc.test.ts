@@ -3,7 +3,9 @@
  * stream that reads back to the same values, sliced view columns included,
  * which arrow-js 21.2.0's own tableToIPC writes wrong. The map-task worker
  * protocol sends range bounds through it, and rangeBoundsOf copies its bounds
- * out of the sample through it.
+ * out of the sample through it, and `columnar-shuffle read` writes each batch
+ * through it. Null columns, which arrow-js writes with a null count of -1 when
+ * sliced, are written with their length.
  */
 import {
   BinaryView,
@@ -11,10 +13,14 @@ import {
   Field,
   Int32,
   List,
+  Map_,
+  MessageReader,
+  Null,
   RecordBatch,
   Schema,
   Struct,
   Table,
+  Utf8,
   Utf8View,
   Vector,
   makeData,
@@ -26,6 +32,7 @@ import {
 import { describe, expect, test } from 'vitest';
 import { tableToIpcStream } from '../src/format/table-to-ipc.js';
 import { writerSpecOf } from '../src/shuffle/worker-protocol.js';
+import { throughArrowRs } from './support/arrow-rs.js';
 
 const STRINGS = ['short', 'a value longer than twelve bytes', null, 'x', 'another value over twelve bytes', '', null, 'twelve bytes', 'thirteen byte'];
 const views = vectorFromArray(STRINGS, new Utf8View());
@@ -101,6 +108,59 @@ describe('sliced view columns', () => {
     expect([...tableFromIPC(bytes).getChild('d')!]).toEqual([first, second, second, second, first]);
     // one dictionary message: the batches still share the dictionary
     expect(Buffer.from(bytes).toString('latin1').split('a value longer than twelve bytes').length - 1).toBe(1);
+  });
+});
+
+describe('Null columns', () => {
+  const nulls = (length: number) => makeData({ type: new Null(), length });
+  /** [length, null count] of each field node of each record batch in `stream`, depth first. */
+  const nodesOf = (stream: Uint8Array): [number, number][] => {
+    const nodes: [number, number][] = [];
+    const reader = new MessageReader(stream);
+    for (let message = reader.readMessage(); message !== null; message = reader.readMessage()) {
+      if (message.isRecordBatch()) nodes.push(...message.header().nodes.map((node): [number, number] => [Number(node.length), Number(node.nullCount)]));
+      reader.readMessageBody(message.bodyLength);
+    }
+    return nodes;
+  };
+  // a Null column; a list and a map over Null values, whose children arrow-js's writer slices to their values; a struct of a Null
+  const entries = new Struct([new Field('key', new Utf8(), false), new Field('value', new Null(), true)]);
+  const keys = vectorFromArray(['a', 'b', 'c', 'd', 'e', 'f'], new Utf8()).data[0]!;
+  const batch = new RecordBatch(
+    new Schema([new Field('n', new Null(), true), new Field('l', new List(new Field('item', new Null(), true))), new Field('m', new Map_(new Field('entries', entries, false))), new Field('s', new Struct([new Field('a', new Null(), true)]))]),
+    makeData({
+      type: new Struct([new Field('n', new Null(), true), new Field('l', new List(new Field('item', new Null(), true))), new Field('m', new Map_(new Field('entries', entries, false))), new Field('s', new Struct([new Field('a', new Null(), true)]))]),
+      length: 4,
+      nullCount: 0,
+      children: [
+        nulls(4),
+        makeData({ type: new List(new Field('item', new Null(), true)), length: 4, nullCount: 0, valueOffsets: Int32Array.of(0, 1, 3, 3, 6), child: nulls(6) }),
+        makeData({ type: new Map_(new Field('entries', entries, false)), length: 4, nullCount: 0, valueOffsets: Int32Array.of(0, 2, 2, 5, 6), child: makeData({ type: entries, length: 6, nullCount: 0, children: [keys, nulls(6)] }) }),
+        makeData({ type: new Struct([new Field('a', new Null(), true)]), length: 4, nullCount: 0, children: [nulls(4)] }),
+      ],
+    }),
+  );
+  // depth first: n; l, item; m, entries, key, value; s, a
+  const NULL_NODES = [0, 2, 6, 8];
+
+  test("arrow-js's own tableToIPC writes a sliced Null column's null count as -1, which arrow-rs refuses (the trap this works around)", () => {
+    const written = tableToIPC(new Table(batch.slice(1, 2)), 'stream');
+    expect(nodesOf(written)[0]).toEqual([1, -1]);
+    expect(() => throughArrowRs(written)).toThrow(/null_count/);
+  });
+
+  test('whole or sliced, every Null column is written with its length as its null count, and arrow-rs reads it', () => {
+    for (const [start, length] of [[0, 4], [1, 2], [2, 2], [3, 1]] as const) {
+      const part = batch.slice(start, start + length);
+      const stream = tableToIpcStream(part);
+      const nodes = nodesOf(stream);
+      expect(nodes).toHaveLength(9);
+      expect(NULL_NODES.map((i) => nodes[i]![1]), `slice(${start}, ${start + length})`).toEqual(NULL_NODES.map((i) => nodes[i]![0]));
+      expect(nodes.every(([, nullCount]) => nullCount >= 0)).toBe(true);
+      const back = tableFromIPC(throughArrowRs(stream));
+      expect(back.numRows).toBe(length);
+      expect(back.getChild('l')!.toArray().map((list: { length: number } | null) => list?.length)).toEqual([...part.getChild('l')!].map((list) => list?.length));
+    }
   });
 });
 

@@ -29,23 +29,41 @@ import { MAX_INLINE_BYTES, VIEW_BYTES, viewValueOf, type ViewValue } from './bin
  * the writers send an empty one: both are valid Arrow), the validity bits
  * shifted to bit 0, null rows' views zeroed. A list over views whose
  * offsets do not start at 0 gets them rebased and its child cut to its
- * values. At any depth, and in dictionaries; everything else goes as it is.
+ * values.
+ *
+ * And a slice of a Null column has arrow-js's "null count unknown" (-1),
+ * which arrow-js counts from the validity bitmap when asked, but a Null
+ * column has none, so its IPC writer writes -1; the spec wants the column's
+ * length (every row of a Null column is null), and arrow-rs refuses -1. The
+ * writer itself slices a list's or map's child to its values, so a Null
+ * column there is always such a slice. A Null column therefore gets a
+ * bitmap of zeros (which the writer does not write: a Null column has no
+ * buffers), from which every slice of it counts its nulls.
+ *
+ * At any depth, and in dictionaries; everything else goes as it is.
  */
 export function tableToIpcStream(data: Table | RecordBatch): Uint8Array {
   const table = data instanceof RecordBatch ? new Table(data) : data;
   const dictionaries = new Map<Vector, Vector>();
   const batches = table.batches.map((batch) => {
-    const struct = withCompactViews(batch.data as Data, dictionaries);
+    const struct = writable(batch.data as Data, dictionaries);
     return struct === batch.data ? batch : new RecordBatch(batch.schema, struct as Data<Struct>);
   });
   // (a Table rebuilt from no batches would get an empty batch arrow-js cannot write: keep the table when nothing changed)
   return tableToIPC(batches.every((batch, i) => batch === table.batches[i]) ? table : new Table(table.schema, batches), 'stream');
 }
 
-/** `data` with its view columns compacted and its lists over views rebased (see tableToIpcStream); `data` itself when nothing needs it. */
-function withCompactViews(data: Data, dictionaries: Map<Vector, Vector>): Data {
+/**
+ * `data` with its view columns compacted, its lists over views rebased and its Null columns
+ * given a bitmap of zeros (see tableToIpcStream); `data` itself when nothing needs it.
+ */
+function writable(data: Data, dictionaries: Map<Vector, Vector>): Data {
   if (data.length === 0) return data; // arrow-js writes empty buffers for it (its own empty columns are not all whole Data)
   const type = data.type as DataType;
+  if (type.typeId === Type.Null) {
+    const zeros = data.nullBitmap !== undefined && data.nullBitmap.byteLength > 0 && data.nullCount === data.length;
+    return zeros ? data : new Data(type, 0, data.length, data.length, { [2]: new Uint8Array((data.length + 7) >> 3) });
+  }
   if (isView(type)) return compactViews(data);
   if (isListWithOffsets(type) && containsView(type)) {
     const offsets = data.valueOffsets as Int32Array | BigInt64Array;
@@ -53,7 +71,7 @@ function withCompactViews(data: Data, dictionaries: Map<Vector, Vector>): Data {
     if (begin !== 0) {
       const end = Number(offsets[data.length]!);
       const rebased = offsets instanceof BigInt64Array ? offsets.map((o) => o - BigInt(begin)) : offsets.map((o) => o - begin);
-      const child = withCompactViews((data.children[0] as Data).slice(begin, end - begin), dictionaries);
+      const child = writable((data.children[0] as Data).slice(begin, end - begin), dictionaries);
       return new Data(type, data.offset, data.length, data.nullCount, { [0]: rebased, [2]: data.nullBitmap as Uint8Array }, [child]);
     }
   }
@@ -61,12 +79,12 @@ function withCompactViews(data: Data, dictionaries: Map<Vector, Vector>): Data {
     // the writer slices a sliced dense union's children itself, as it does a list's; no caller of this sends one
     throw new ShuffleError('CS_UNSUPPORTED_TYPE', `a sliced dense union with view columns cannot be written as IPC here (${String(type)})`);
   }
-  const children = data.children.map((child) => withCompactViews(child as Data, dictionaries));
+  const children = data.children.map((child) => writable(child as Data, dictionaries));
   let dictionary = data.dictionary;
   if (dictionary !== undefined) {
     let rebuilt = dictionaries.get(dictionary);
     if (rebuilt === undefined) {
-      const chunks = (dictionary.data as Data[]).map((chunk) => withCompactViews(chunk, dictionaries));
+      const chunks = (dictionary.data as Data[]).map((chunk) => writable(chunk, dictionaries));
       rebuilt = chunks.every((chunk, i) => chunk === dictionary!.data[i]) ? dictionary : new Vector(chunks);
       dictionaries.set(dictionary, rebuilt);
     }
