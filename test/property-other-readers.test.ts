@@ -11,7 +11,8 @@
  * and their variadic buffers, union type ids, dictionary batches and deltas, compressed buffers
  * and their length prefixes) for
  *   1. random flat schemas, batches, slices, partitionings and codecs (support/random-case.ts);
- *   2. random nested schemas, up to 4 deep, with dictionaries extended or replaced between batches.
+ *   2. random nested schemas, up to 4 deep, with dictionaries extended or replaced between batches,
+ *      some under a memory limit (spilled and merged).
  * The sort writer's partitions are row blocks of its own format, read only by our reader.
  *
  * flechette refuses a date in milliseconds or a month-day-nano interval past 2^53, so the input
@@ -23,6 +24,7 @@ import { tableFromIPC } from '@uwdata/flechette';
 import fc from 'fast-check';
 import { beforeAll, describe, test } from 'vitest';
 import { tableToIpcStream } from '../src/format/table-to-ipc.js';
+import { MemoryPool } from '../src/memory/memory-pool.js';
 import { ShuffleReader } from '../src/reader/shuffle-reader.js';
 import type { CodecName, DictionaryUpdates } from '../src/index.js';
 import { buildColumn } from './support/columns.js';
@@ -83,6 +85,7 @@ interface NestedCase {
   maxBatchRows: number | undefined;
   dictionaryUpdates: DictionaryUpdates;
   hashed: boolean;
+  memoryLimit: number | undefined;
 }
 
 const nestedCaseArb: fc.Arbitrary<NestedCase> = fc.record({
@@ -105,6 +108,7 @@ const nestedCaseArb: fc.Arbitrary<NestedCase> = fc.record({
   maxBatchRows: fc.oneof(fc.integer({ min: 2, max: 16 }), fc.constant(undefined)),
   dictionaryUpdates: fc.constantFrom<DictionaryUpdates>('delta', 'replacement'),
   hashed: fc.boolean(),
+  memoryLimit: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.integer({ min: 4 << 20, max: 16 << 20 }) }),
 });
 
 /** Batches of an int64 `key` and `columns` random nested columns; half of them (at random) slices. */
@@ -142,7 +146,7 @@ describe('flechette (any codec) and arrow-rs (codec none) decode every partition
   );
 
   test(
-    'random nested schemas, with dictionaries extended or replaced between batches (as deltas or replacements)',
+    'random nested schemas, with dictionaries extended or replaced between batches (as deltas or replacements), some under a memory limit',
     async () => {
       console.log(`property-other-readers (nested): fast-check seed ${SEED + 1}, ${RUNS} runs (override with FC_SEED / FC_RUNS)`);
       await fc.assert(
@@ -153,6 +157,7 @@ describe('flechette (any codec) and arrow-rs (codec none) decode every partition
             codec: c.codec,
             dictionaryUpdates: c.dictionaryUpdates,
             ...(c.maxBatchRows !== undefined ? { maxBatchRows: c.maxBatchRows } : {}),
+            ...(c.memoryLimit !== undefined ? { memoryPool: new MemoryPool(c.memoryLimit) } : {}),
           };
           await otherReadersAgree(options, nestedBatches(c));
         }),
