@@ -118,8 +118,11 @@ export class BufferRecycler {
   /**
    * Lets idle arrays go, those of the length given back longest ago first (the
    * oldest of each), until `bytes` are released or none is left; returns the bytes released.
+   * `bytes` must be a number >= 0 (Infinity: all): anything else is a RangeError, as the pool's
+   * reservation changes are, since a negative count made the idle bytes grow and NaN made them NaN for good.
    */
   drop(bytes: number): number {
+    if (!(bytes >= 0)) throw new RangeError(`drop() takes a number of bytes >= 0, got ${String(bytes)}`);
     let released = 0;
     for (const [length, list] of this.idle) {
       const count = Math.min(list.length, Math.ceil((bytes - released) / length));

@@ -3,6 +3,7 @@ import { ShuffleError } from '../errors.js';
 import type { CodecName } from '../format/codec.js';
 import type { OutputPaths } from '../format/output-files.js';
 import type { MemoryPool } from '../memory/memory-pool.js';
+import { MAX_PARTITIONS } from '../sort-writer/packed-pointer.js';
 import type { DictionaryUpdates } from './dictionary-tracker.js';
 import type { Partitioning } from './partitioner.js';
 
@@ -138,10 +139,10 @@ export interface ShuffleWriteResult {
 /**
  * The most partitions a writer takes: Spark's limit for its sort shuffle (a
  * partition id is 24 bits of PackedRecordPointer, as it is of this library's
- * sort writer's packed pointers). The columnar writer keeps a few dozen
+ * sort writer's packed pointers, whose limit this is). The columnar writer keeps a few dozen
  * bytes per partition, reserved in its pool (PARTITION_STATE_BYTES).
  */
-export const MAX_NUM_PARTITIONS = 1 << 24;
+export const MAX_NUM_PARTITIONS = MAX_PARTITIONS;
 
 /** The most rows an output batch may hold: an Arrow array's length is at most 2^31 - 1 for most readers. */
 export const MAX_BATCH_ROWS = 0x7fffffff;
