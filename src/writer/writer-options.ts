@@ -188,6 +188,18 @@ export function validateOptions(options: ShuffleWriterOptions): void {
   if (options.dictionaryUpdates !== undefined && options.dictionaryUpdates !== 'delta' && options.dictionaryUpdates !== 'replacement') {
     throw new ShuffleError('CS_INVALID_ARGUMENT', `dictionaryUpdates must be "delta" or "replacement", got ${JSON.stringify(options.dictionaryUpdates)}`);
   }
+  if (options.overwrite !== undefined && typeof options.overwrite !== 'boolean') {
+    // ('false', a string, would be true: a committed output replaced, which is what the option guards)
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `overwrite must be true or false, got ${describeValue(options.overwrite)}`);
+  }
+  if (options.spillDir !== undefined && (typeof options.spillDir !== 'string' || options.spillDir.length === 0)) {
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `spillDir must be a directory's path, got ${describeValue(options.spillDir)}`);
+  }
+  const pool = options.memoryPool as Partial<MemoryPool> | null | undefined;
+  if (pool !== undefined && (typeof pool !== 'object' || pool === null || typeof pool.register !== 'function' || typeof pool.share !== 'function')) {
+    // (by its methods, not instanceof: a pool made by another copy of this library works as well)
+    throw new ShuffleError('CS_INVALID_ARGUMENT', `memoryPool must be a MemoryPool, got ${describeValue(pool)}`);
+  }
   if (typeof options.outputPrefix !== 'string' || options.outputPrefix.length === 0) {
     throw new ShuffleError('CS_INVALID_ARGUMENT', 'outputPrefix must be a non-empty path');
   }
