@@ -209,4 +209,8 @@ describe('MemoryPool.share: what each of n consumers running at once sizes itsel
     expect(new MemoryPool(10).share(3)).toBe(3);
     expect(new MemoryPool().share(4)).toBe(Number.POSITIVE_INFINITY);
   });
+
+  test('a number of tasks that is not an integer >= 1 is a RangeError, not a share of Infinity or NaN bytes', () => {
+    for (const tasks of [0, -1, 1.5, Number.NaN, '2' as unknown as number]) expect(() => new MemoryPool(10).share(tasks), String(tasks)).toThrow(RangeError);
+  });
 });

@@ -96,9 +96,11 @@ export class MemoryPool {
    * What each of `tasks` consumers expected to run at once may size itself for
    * (Gluten's memLimit = available / taskSlots): limit / tasks, or Infinity
    * without a limit. Sizes derived from it must stay within it, or a consumer
-   * could need more than the pool holds even after every spill.
+   * could need more than the pool holds even after every spill. `tasks` is an
+   * integer >= 1 (a RangeError otherwise: 0 gave Infinity, a string NaN).
    */
   share(tasks = 1): number {
+    if (!(Number.isInteger(tasks) && tasks >= 1)) throw new RangeError(`share() takes a number of tasks >= 1, got ${String(tasks)}`);
     return Number.isFinite(this.limit) ? Math.floor(this.limit / tasks) : Number.POSITIVE_INFINITY;
   }
 
