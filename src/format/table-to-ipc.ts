@@ -2,6 +2,7 @@ import { Data, RecordBatch, Table, tableToIPC, Type, UnionMode, Vector, type Dat
 import { truncateBitmap } from 'apache-arrow/util/bit';
 import { ShuffleError } from '../errors.js';
 import { MAX_INLINE_BYTES, VIEW_BYTES, viewValueOf, type ViewValue } from './binary-view.js';
+import { withDisjointBuffers } from './disjoint-buffers.js';
 
 /**
  * arrow-js's tableToIPC (an IPC stream, uncompressed) for any table or batch,
@@ -40,13 +41,16 @@ import { MAX_INLINE_BYTES, VIEW_BYTES, viewValueOf, type ViewValue } from './bin
  * bitmap of zeros (which the writer does not write: a Null column has no
  * buffers), from which every slice of it counts its nulls.
  *
+ * And buffers that overlap in memory (columns sharing a vector) are copied
+ * apart first, as arrow-js's writer loses bytes of them (disjoint-buffers.ts).
+ *
  * At any depth, and in dictionaries; everything else goes as it is.
  */
 export function tableToIpcStream(data: Table | RecordBatch): Uint8Array {
   const table = data instanceof RecordBatch ? new Table(data) : data;
   const dictionaries = new Map<Vector, Vector>();
   const batches = table.batches.map((batch) => {
-    const struct = writable(batch.data as Data, dictionaries);
+    const struct = withDisjointBuffers(writable(batch.data as Data, dictionaries));
     return struct === batch.data ? batch : new RecordBatch(batch.schema, struct as Data<Struct>);
   });
   // (a Table rebuilt from no batches would get an empty batch arrow-js cannot write: keep the table when nothing changed)
@@ -84,7 +88,7 @@ function writable(data: Data, dictionaries: Map<Vector, Vector>): Data {
   if (dictionary !== undefined) {
     let rebuilt = dictionaries.get(dictionary);
     if (rebuilt === undefined) {
-      const chunks = (dictionary.data as Data[]).map((chunk) => writable(chunk, dictionaries));
+      const chunks = (dictionary.data as Data[]).map((chunk) => withDisjointBuffers(writable(chunk, dictionaries)));
       rebuilt = chunks.every((chunk, i) => chunk === dictionary!.data[i]) ? dictionary : new Vector(chunks);
       dictionaries.set(dictionary, rebuilt);
     }
