@@ -4,7 +4,7 @@ import { readIpcSchema, readIpcStream } from '../src/format/ipc-reader.js';
 import { codecByName } from '../src/format/codec.js';
 import { STORE_RAW } from '../src/format/compression-advisor.js';
 import { encodeRecordBatchMessage, encodeSchemaMessage, END_OF_STREAM } from '../src/format/ipc-message.js';
-import { Date_, Decimal, Dictionary, Field, Float, Float16, Int, Int32, Int64, Int8, Interval, Precision, Schema, Time, Timestamp, TimeUnit, Union, Utf8, type DataType } from 'apache-arrow';
+import { Date_, Decimal, Dictionary, Field, Float, Float16, Int, Int32, Int64, Int8, Interval, Precision, Schema, Struct, Time, Timestamp, TimeUnit, Union, Utf8, type DataType } from 'apache-arrow';
 import { DateUnit, IntervalUnit, UnionMode } from 'apache-arrow/enum';
 
 const schema = new Schema([new Field('v', new Int32(), false)]);
@@ -85,6 +85,45 @@ describe('readIpcStream refuses lengths it cannot trust before allocating', () =
  * The reader decompresses the next record batch while it hands out the current one: the look-ahead
  * must not change what a consumer sees of a stream damaged after some good batches.
  */
+describe('readIpcStream refuses a null count the column cannot have', () => {
+  // Found by running mutated uncompressed partitions through our reader and arrow-rs side by side: such a
+  // column read as valid rows in arrow-js, while arrow-js's IPC writer (`columnar-shuffle read`) wrote the
+  // count without a bitmap (or dropped a Bool column's values), which flechette then read as nulls.
+  const nullable = new Schema([new Field('v', new Int32(), true), new Field('s', new Struct([new Field('a', new Int32(), true)]), true)]);
+  const bitmap = Uint8Array.of(0b1001); // rows 0 and 3 valid
+  const values = new Uint8Array(16);
+
+  /** One batch of 4 rows: `v` as `node` says with the buffers given, `s` a struct of no nulls whose child is the same. */
+  async function streamOf(node: { nullCount: number }, validity: Uint8Array): Promise<Uint8Array> {
+    const column = [{ length: 4, ...node }];
+    const nodes = [...column, { length: 4, nullCount: 0 }, ...column];
+    const message = await encodeRecordBatchMessage(4, nodes, [validity, values, new Uint8Array(0), validity, values], null);
+    return new Uint8Array(Buffer.concat([encodeSchemaMessage(nullable), ...message.chunks, END_OF_STREAM]));
+  }
+
+  test('a count within the rows, with a bitmap, reads back', async () => {
+    const read: (number | null)[][] = [];
+    for await (const batch of readIpcStream(await streamOf({ nullCount: 2 }, bitmap))) read.push([...batch.getChild('v')!]);
+    expect(read).toEqual([[0, null, null, 0]]);
+  });
+
+  test.each([
+    ['more nulls than rows', { nullCount: 5 }, bitmap, /column 0 \("v"\) is inconsistent: its null count 5 is more than its 4 rows/],
+    ['nulls but no validity bitmap', { nullCount: 2 }, new Uint8Array(0), /column 0 \("v"\) is inconsistent: its null count is 2 but it has no validity bitmap/],
+  ] as const)('%s is CS_CORRUPT_DATA naming the column', async (_, node, validity, message) => {
+    const error = await failure(await streamOf(node, validity));
+    expect(error.code).toBe('CS_CORRUPT_DATA');
+    expect(error.message).toMatch(message);
+  });
+
+  test('in a struct child too', async () => {
+    const column = [{ length: 4, nullCount: 0 }];
+    const message = await encodeRecordBatchMessage(4, [...column, { length: 4, nullCount: 0 }, { length: 4, nullCount: 9 }], [new Uint8Array(0), values, new Uint8Array(0), bitmap, values], null);
+    const error = await failure(new Uint8Array(Buffer.concat([encodeSchemaMessage(nullable), ...message.chunks, END_OF_STREAM])));
+    expect(error.message).toMatch(/column 1 \("s"\) is inconsistent: its child 0: its null count 9 is more than its 4 rows/);
+  });
+});
+
 describe('reading ahead keeps the order of batches and errors', () => {
   async function batchOf(value: number, codec: 'lz4' | 'zstd' | null): Promise<Uint8Array[]> {
     const values = new Uint8Array(new Int32Array(1024).fill(value).buffer);

@@ -17,30 +17,49 @@ import { VIEW_BYTES, viewValueOf, type ViewValue } from './binary-view.js';
  * - a struct's and a sparse union's children, and a fixed-size list's child
  *   (x listSize), are at least as long as the parent needs;
  * - union type ids are ones the type declares, dense offsets lie within the child;
- * - dictionary indices of valid rows lie within the dictionary.
+ * - dictionary indices of valid rows lie within the dictionary;
+ * - a null count is at most the column's length, and one above 0 comes with
+ *   a validity bitmap (arrow-js reads such rows as valid, arrow-rs too, Arrow
+ *   C++ refuses them, and arrow-js's IPC writer writes the count without a
+ *   bitmap, which other readers then read as nulls): not checked for a
+ *   writer's input, where arrow-js's reading is the one that counts.
  *
  * Returns why the column is inconsistent, or null. A column whose type this
  * library does not split is left to arrow-js's own loading.
  */
-export function columnInconsistency(data: Data, options: { dictionaryIndices?: boolean } = {}): string | null {
+export function columnInconsistency(data: Data, options: { dictionaryIndices?: boolean; nullCounts?: boolean } = {}): string | null {
   const layout = layoutOfType(data.type as DataType);
-  return layout === null ? null : check(data, layout, data.offset + data.length, options.dictionaryIndices ?? true);
+  const checks: Checks = { indices: options.dictionaryIndices ?? true, nullCounts: options.nullCounts ?? true };
+  return layout === null ? null : check(data, layout, data.offset + data.length, checks);
 }
 
 /**
- * `rows`: how many rows of `data` (counting from its buffers' start) are
- * reachable; `indices`: whether to check dictionary indices against their
- * dictionaries (the writers check them on their own, naming the row).
+ * `indices`: whether to check dictionary indices against their dictionaries
+ * (the writers check them on their own, naming the row); `nullCounts`:
+ * whether to check null counts against the length and the bitmap.
  */
-function check(data: Data, layout: ColumnLayout, rows: number, indices: boolean): string | null {
+interface Checks {
+  indices: boolean;
+  nullCounts: boolean;
+}
+
+/** `rows`: how many rows of `data` (counting from its buffers' start) are reachable. */
+function check(data: Data, layout: ColumnLayout, rows: number, checks: Checks): string | null {
   if (layout.kind === 'null') return null;
   const length = data.length;
   const bitmap = data.nullBitmap;
   // before anything reads data.nullCount: a null count the message left unknown (negative) makes arrow-js
   // count the bitmap's zero bits, and a short bitmap throws a RangeError there. A bitmap that is present
   // must cover the rows whatever the null count says (as Arrow C++'s ValidateArray checks buffer sizes).
-  if (bitmap !== undefined && bitmap !== null && bitmap.byteLength > 0 && bitmap.byteLength * 8 < rows) {
+  const hasBitmap = bitmap !== undefined && bitmap !== null && bitmap.byteLength > 0;
+  if (hasBitmap && bitmap.byteLength * 8 < rows) {
     return `its validity bitmap holds ${bitmap.byteLength * 8} bits for ${rows} rows`;
+  }
+  // (a union's null count is its children's, checked with them)
+  if (checks.nullCounts && layout.kind !== 'union') {
+    const nullCount = data.nullCount;
+    if (nullCount > length) return `its null count ${nullCount} is more than its ${length} rows`;
+    if (nullCount > 0 && !hasBitmap) return `its null count is ${nullCount} but it has no validity bitmap`;
   }
   const values = data.values as ArrayBufferView | undefined;
   const valueBytes = values?.byteLength ?? 0;
@@ -58,28 +77,28 @@ function check(data: Data, layout: ColumnLayout, rows: number, indices: boolean)
       const child = data.children[0];
       if (child === undefined) return 'it has no child';
       const problem = offsetsProblem(data, child.length, 'child rows');
-      return problem ?? within('its child', check(child, layout.child, child.offset + child.length, indices));
+      return problem ?? within('its child', check(child, layout.child, child.offset + child.length, checks));
     }
     case 'fixed-size-list': {
       const child = data.children[0];
       if (child === undefined) return 'it has no child';
       if (child.length < length * layout.listSize) return `its child has ${child.length} rows for ${length} lists of ${layout.listSize}`;
-      return within('its child', check(child, layout.child, child.offset + child.length, indices));
+      return within('its child', check(child, layout.child, child.offset + child.length, checks));
     }
     case 'struct':
       for (let c = 0; c < layout.children.length; c++) {
         const child = data.children[c];
         if (child === undefined) return `it has no child ${c}`;
         if (child.length < length) return `its child ${c} has ${child.length} rows for ${length}`;
-        const problem = check(child, layout.children[c]!, child.offset + child.length, indices);
+        const problem = check(child, layout.children[c]!, child.offset + child.length, checks);
         if (problem !== null) return within(`its child ${c}`, problem);
       }
       return null;
     case 'union':
-      return unionProblem(data, layout, indices);
+      return unionProblem(data, layout, checks);
     case 'dictionary': {
       if (valueBytes < length * layout.indexWidth) return `its indices hold ${valueBytes} bytes for ${length} rows of ${layout.indexWidth}`;
-      if (!indices) return null;
+      if (!checks.indices) return null;
       const size = data.dictionary?.length ?? 0;
       const values = data.values as unknown as ArrayLike<number | bigint>;
       for (let i = 0; i < length; i++) {
@@ -130,7 +149,7 @@ function offsetsProblem(data: Data, limit: number, what: string): string | null 
   return previous > limit ? `its last offset ${previous} lies beyond its ${limit} ${what}` : null;
 }
 
-function unionProblem(data: Data, layout: Extract<ColumnLayout, { kind: 'union' }>, indices: boolean): string | null {
+function unionProblem(data: Data, layout: Extract<ColumnLayout, { kind: 'union' }>, checks: Checks): string | null {
   const length = data.length;
   const typeIds = data.typeIds as Int8Array | undefined;
   if (typeIds === undefined || typeIds.length < length) return `it has ${typeIds?.length ?? 0} type ids for ${length} rows`;
@@ -154,7 +173,7 @@ function unionProblem(data: Data, layout: Extract<ColumnLayout, { kind: 'union' 
   }
   for (let c = 0; c < layout.children.length; c++) {
     const child = children[c]!;
-    const problem = check(child, layout.children[c]!, child.offset + child.length, indices);
+    const problem = check(child, layout.children[c]!, child.offset + child.length, checks);
     if (problem !== null) return within(`its child ${c}`, problem);
   }
   return null;

@@ -42,7 +42,7 @@ export function assertInputBatch(batch: unknown, call: string): asserts batch is
     const layout = hasRows ? layoutOfType(type) : null; // (null for a type no writer takes: refused with the schema)
     if (layout === null) return;
     // the buffers first (the indices are then safe to read), then the indices, in a pass of their own whose error names the row
-    const problem = columnInconsistency(columns[i]!, { dictionaryIndices: false });
+    const problem = columnInconsistency(columns[i]!, { dictionaryIndices: false, nullCounts: false });
     if (problem !== null) throw new ShuffleError('CS_INVALID_ARGUMENT', `column ${i} ("${field.name}") of the batch is inconsistent: ${problem}`, { column: field.name });
     assertDictionaryIndices(columns[i]!, layout, field.name);
   });
