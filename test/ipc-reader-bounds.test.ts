@@ -4,7 +4,7 @@ import { readIpcSchema, readIpcStream } from '../src/format/ipc-reader.js';
 import { codecByName } from '../src/format/codec.js';
 import { STORE_RAW } from '../src/format/compression-advisor.js';
 import { encodeRecordBatchMessage, encodeSchemaMessage, END_OF_STREAM } from '../src/format/ipc-message.js';
-import { Date_, Decimal, Dictionary, Field, Float, Float16, Int, Int32, Int64, Int8, Interval, Precision, Schema, Struct, Time, Timestamp, TimeUnit, Union, Utf8, type DataType } from 'apache-arrow';
+import { Date_, Decimal, Dictionary, Field, Float, Float16, Int, Int32, Int64, Int8, Interval, Null, Precision, Schema, Struct, Time, Timestamp, TimeUnit, Union, Utf8, type DataType } from 'apache-arrow';
 import { DateUnit, IntervalUnit, UnionMode } from 'apache-arrow/enum';
 
 const schema = new Schema([new Field('v', new Int32(), false)]);
@@ -121,6 +121,27 @@ describe('readIpcStream refuses a null count the column cannot have', () => {
     const message = await encodeRecordBatchMessage(4, [...column, { length: 4, nullCount: 0 }, { length: 4, nullCount: 9 }], [new Uint8Array(0), values, new Uint8Array(0), bitmap, values], null);
     const error = await failure(new Uint8Array(Buffer.concat([encodeSchemaMessage(nullable), ...message.chunks, END_OF_STREAM])));
     expect(error.message).toMatch(/column 1 \("s"\) is inconsistent: its child 0: its null count 9 is more than its 4 rows/);
+  });
+});
+
+describe('readIpcStream refuses a column of more than 2^31 - 1 rows', () => {
+  // A Null column has no buffers to bound its length: a sparse union's Null child claiming 2^32 rows was read,
+  // and `columnar-shuffle read` then failed with arrow-js's untyped "Cannot write arrays larger than 2^31 - 1"
+  test.each([
+    ['a Null column', new Schema([new Field('n', new Null(), true)]), 2 ** 32, [{ length: 2 ** 32, nullCount: 2 ** 32 }], [] as Uint8Array[], /column 0 \("n"\) is inconsistent: its 4294967296 rows are more than an Arrow array holds/],
+    [
+      "a sparse union's Null child",
+      new Schema([new Field('u', new Union(UnionMode.Sparse, [0, 1], [new Field('i', new Int32(), true), new Field('n', new Null(), true)]), true)]),
+      2,
+      [{ length: 2, nullCount: 0 }, { length: 2, nullCount: 0 }, { length: 2 ** 32, nullCount: 2 ** 32 }],
+      [Int8Array.of(0, 0), new Uint8Array(0), new Uint8Array(8)].map((b) => new Uint8Array(b.buffer)),
+      /its child 1: its 4294967296 rows are more than an Arrow array holds/,
+    ],
+  ] as const)('%s is CS_CORRUPT_DATA', async (_, schema, rows, nodes, buffers, message) => {
+    const batch = await encodeRecordBatchMessage(rows, nodes, buffers, null);
+    const error = await failure(new Uint8Array(Buffer.concat([encodeSchemaMessage(schema), ...batch.chunks, END_OF_STREAM])));
+    expect(error.code).toBe('CS_CORRUPT_DATA');
+    expect(error.message).toMatch(message);
   });
 });
 

@@ -1,5 +1,6 @@
 import type { Data, DataType } from 'apache-arrow';
 import { layoutOfType, type ColumnLayout } from '../writer/column-layout.js';
+import { MAX_BATCH_ROWS } from '../writer/writer-options.js';
 import { VIEW_BYTES, viewValueOf, type ViewValue } from './binary-view.js';
 
 /**
@@ -18,6 +19,8 @@ import { VIEW_BYTES, viewValueOf, type ViewValue } from './binary-view.js';
  *   (x listSize), are at least as long as the parent needs;
  * - union type ids are ones the type declares, dense offsets lie within the child;
  * - dictionary indices of valid rows lie within the dictionary;
+ * - no column holds more than 2^31 - 1 rows (the length most implementations
+ *   take, and the most arrow-js writes);
  * - a null count is at most the column's length, and one above 0 comes with
  *   a validity bitmap (arrow-js reads such rows as valid, arrow-rs too, Arrow
  *   C++ refuses them, and arrow-js's IPC writer writes the count without a
@@ -45,8 +48,11 @@ interface Checks {
 
 /** `rows`: how many rows of `data` (counting from its buffers' start) are reachable. */
 function check(data: Data, layout: ColumnLayout, rows: number, checks: Checks): string | null {
-  if (layout.kind === 'null') return null;
   const length = data.length;
+  // (a Null column has no buffers to bound its length: a union's Null child claimed 2^32 rows, and arrow-js's
+  // writer, `columnar-shuffle read`, threw an untyped RangeError on it)
+  if (length > MAX_BATCH_ROWS) return `its ${length} rows are more than an Arrow array holds (2^31 - 1)`;
+  if (layout.kind === 'null') return null;
   const bitmap = data.nullBitmap;
   // before anything reads data.nullCount: a null count the message left unknown (negative) makes arrow-js
   // count the bitmap's zero bits, and a short bitmap throws a RangeError there. A bitmap that is present
