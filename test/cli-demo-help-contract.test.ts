@@ -76,7 +76,7 @@ describe('demo', () => {
     const batch = Number(/batches of (\d+) rows/.exec(DEMO_HELP)![1]);
     const one = await cli(['demo', '-n', String(batch), '-p', '2']);
     expect(one.code).toBe(0);
-    expect(summaryLine(one, 'input')).toMatch(new RegExp(`^1 batches of up to ${count(batch)} rows, `));
+    expect(summaryLine(one, 'input')).toMatch(new RegExp(`^1 batch of up to ${count(batch)} rows, `));
     const two = await cli(['demo', '-n', String(batch + 1), '-p', '2']);
     expect(two.code).toBe(0);
     expect(summaryLine(two, 'input')).toMatch(new RegExp(`^2 batches of up to ${count(batch)} rows, `));

@@ -159,7 +159,7 @@ function summarize(ctx: CliContext, options: DemoArgs, result: ShuffleWriteResul
   const outBatches = result.partitionBatches.reduce((a, b) => a + b, 0);
   out(`columnar-shuffle demo: ${count(options.rows)} rows (int64 key, float64, utf8 ~20 B, int32 10 % nulls)`);
   out(`  shuffle     hash(key) into ${count(result.numPartitions)} partitions, ${options.codec}, ${options.writer} writer`);
-  out(`  input       ${count(result.batches)} batches of up to ${count(BATCH_ROWS)} rows, ${bytes(timings.inputBytes)} of Arrow buffers`);
+  out(`  input       ${plural(result.batches, 'batch', 'batches')} of up to ${count(BATCH_ROWS)} rows, ${bytes(timings.inputBytes)} of Arrow buffers`);
   out(`  written     ${bytes(result.bytesWritten)} in ${count(outBatches)} record batches, compression ratio ${ratio.toFixed(2)}x`);
   out(`  write       ${seconds(timings.writeMs)}, ${rate(result.rows, timings.writeMs)}`);
   out(`  read        ${seconds(timings.readMs)}, ${rate(result.rows, timings.readMs)}`);

@@ -7,7 +7,7 @@ import { isRowPartition } from '../sort-writer/row-format.js';
 import { summarizeRowPartitionAt } from '../sort-writer/row-reader.js';
 import { summarizeIpcStreamAt, type ReadBytes } from '../format/ipc-reader.js';
 import { flag, parseCommandArgs, requiredPositional } from './args.js';
-import { bytes, count, describeSchema, EXIT_OK, throwIfInterrupted, writeJson, writeLine, type CliContext } from './context.js';
+import { bytes, count, describeSchema, EXIT_OK, plural, throwIfInterrupted, writeJson, writeLine, type CliContext } from './context.js';
 
 const OPTIONS = {
   json: { type: 'boolean' },
@@ -75,7 +75,7 @@ export async function inspectCommand(args: string[], ctx: CliContext): Promise<n
   writeLine(ctx.stdout, `schema          ${schema === null ? '(none: every partition is empty)' : describeSchema(schema)}`);
   writeLine(ctx.stdout, `codec           ${codec ?? '(no record batches)'}`);
   writeLine(ctx.stdout, `partitions      ${count(reader.numPartitions)} (${count(empty)} empty), checksums verified`);
-  writeLine(ctx.stdout, `total           ${bytes(lengths.reduce((a, b) => a + b, 0))}, ${count(total((s) => s.batches))} batches, ${count(total((s) => s.rows))} rows`);
+  writeLine(ctx.stdout, `total           ${bytes(lengths.reduce((a, b) => a + b, 0))}, ${plural(total((s) => s.batches), 'batch', 'batches')}, ${plural(total((s) => s.rows), 'row', 'rows')}`);
   writeLine(ctx.stdout);
   const rows = summaries.map((s, p) => [String(p), count(lengths[p]!), count(s.batches), count(s.rows)]);
   const header = ['partition', 'bytes', 'batches', 'rows'];

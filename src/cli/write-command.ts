@@ -156,7 +156,7 @@ export async function writeCommand(args: string[], ctx: CliContext): Promise<num
         rows += batch.numRows;
         batches++;
         const fraction = input.totalBatches ? batches / input.totalBatches : input.position / input.size;
-        progress.update(fraction, `${count(rows)} rows, ${count(batches)} batches`);
+        progress.update(fraction, `${plural(rows, 'row', 'rows')}, ${plural(batches, 'batch', 'batches')}`);
       }
       throwIfInterrupted(ctx.signal);
       progress.update(null, `${count(rows)} rows: writing ${count(options.numPartitions)} partitions`, true);
