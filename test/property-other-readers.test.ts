@@ -5,7 +5,8 @@
  * src/format/table-to-ipc.ts):
  *   - flechette (@uwdata/flechette), for every codec;
  *   - arrow-rs (support/arrow-rs.ts), which validates every array it builds, for codec none
- *     (it is built without its LZ4 and ZSTD features here).
+ *     (it is built without its LZ4 and ZSTD features here), and for every codec, what
+ *     `columnar-shuffle read` hands out (our batches written through table-to-ipc.ts).
  * Our reader's rows are checked against the input by the other property tests; this one checks
  * that the bytes we write mean the same to other readers: every layout (offsets, bitmaps, views
  * and their variadic buffers, union type ids, dictionary batches and deltas, compressed buffers
@@ -59,7 +60,13 @@ async function otherReadersAgree(options: WriterOptions, batches: RecordBatch[])
     try {
       for (let p = 0; p < options.numPartitions; p++) {
         const expected: string[] = [];
-        for await (const batch of reader.readPartition(p)) expected.push(...rowsOf(tableFromIPC(tableToIpcStream(batch), DECODE)));
+        const handedOut: string[] = []; // what `columnar-shuffle read` hands out, as arrow-rs reads it
+        for await (const batch of reader.readPartition(p)) {
+          const stream = tableToIpcStream(batch);
+          expected.push(...rowsOf(tableFromIPC(stream, DECODE)));
+          handedOut.push(...rowsOf(tableFromIPC(throughArrowRs(stream), DECODE)));
+        }
+        fail(firstDifference(handedOut, expected, `arrow-rs reading read's output, partition ${p} of ${options.numPartitions}`));
         const bytes = await reader.partitionBytes(p);
         const got = bytes.byteLength === 0 ? [] : rowsOf(tableFromIPC(bytes, DECODE));
         fail(firstDifference(got, expected, `flechette, partition ${p} of ${options.numPartitions} (codec ${options.codec})`));
