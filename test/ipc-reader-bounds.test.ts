@@ -145,6 +145,17 @@ describe('readIpcStream refuses a column of more than 2^31 - 1 rows', () => {
   });
 });
 
+test('a compression method other than BUFFER is CS_UNSUPPORTED_CODEC, not read as BUFFER', async () => {
+  const message = await encodeRecordBatchMessage(1024, [{ length: 1024, nullCount: 0 }], [new Uint8Array(0), new Uint8Array(4096)], codecByName('lz4'));
+  const header = message.chunks[0]!;
+  // docs in ipc-message.ts: the BodyCompression table at byte 80 of the flatbuffer (8 into the framed message): i32, codec, method
+  expect([header[8 + 84], header[8 + 85]]).toEqual([0, 0]); // LZ4_FRAME, BUFFER
+  header[8 + 85] = 1;
+  const error = await failure(new Uint8Array(Buffer.concat([encodeSchemaMessage(schema), ...message.chunks, END_OF_STREAM])));
+  expect(error.code).toBe('CS_UNSUPPORTED_CODEC');
+  expect(error.message).toMatch(/compression method 1 is not supported/);
+});
+
 describe('reading ahead keeps the order of batches and errors', () => {
   async function batchOf(value: number, codec: 'lz4' | 'zstd' | null): Promise<Uint8Array[]> {
     const values = new Uint8Array(new Int32Array(1024).fill(value).buffer);

@@ -616,7 +616,10 @@ async function decompressBody(
   maxBufferBytes: number,
   borrowed: boolean,
 ): Promise<Uint8Array[]> {
-  const codec = codecByArrowType(header.compression!.type);
+  const { type, method } = header.compression!;
+  // BUFFER (0), each buffer compressed on its own, is the only method the format defines (Arrow C++ refuses others too)
+  if (method !== 0) throw new ShuffleError('CS_UNSUPPORTED_CODEC', `IPC body compression method ${Number(method)} is not supported (only BUFFER, 0)`);
+  const codec = codecByArrowType(type);
   const regions = header.buffers;
   const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
   // each buffer's length prefix (null: too short for one), read once
