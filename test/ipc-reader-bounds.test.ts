@@ -5,7 +5,7 @@ import { codecByName } from '../src/format/codec.js';
 import { STORE_RAW } from '../src/format/compression-advisor.js';
 import { encodeRecordBatchMessage, encodeSchemaMessage, END_OF_STREAM } from '../src/format/ipc-message.js';
 import { Date_, Decimal, Dictionary, Field, Float, Float16, Int, Int32, Int64, Int8, Interval, Null, Precision, Schema, Struct, Time, Timestamp, TimeUnit, Union, Utf8, type DataType } from 'apache-arrow';
-import { DateUnit, IntervalUnit, UnionMode } from 'apache-arrow/enum';
+import { DateUnit, IntervalUnit, MetadataVersion, UnionMode } from 'apache-arrow/enum';
 
 const schema = new Schema([new Field('v', new Int32(), false)]);
 
@@ -154,6 +154,29 @@ test('a compression method other than BUFFER is CS_UNSUPPORTED_CODEC, not read a
   const error = await failure(new Uint8Array(Buffer.concat([encodeSchemaMessage(schema), ...message.chunks, END_OF_STREAM])));
   expect(error.code).toBe('CS_UNSUPPORTED_CODEC');
   expect(error.message).toMatch(/compression method 1 is not supported/);
+});
+
+describe('metadata versions', () => {
+  /** A stream of 1024 int32 zeros whose record batch message says metadata version `version` (ipc-message.ts: byte 32 of its flatbuffer). */
+  async function streamOfVersion(version: number): Promise<Uint8Array> {
+    const message = await encodeRecordBatchMessage(1024, [{ length: 1024, nullCount: 0 }], [new Uint8Array(0), new Uint8Array(4096)], null);
+    const header = message.chunks[0]!;
+    expect(header[8 + 32]).toBe(MetadataVersion.V5);
+    header[8 + 32] = version;
+    return new Uint8Array(Buffer.concat([encodeSchemaMessage(schema), ...message.chunks, END_OF_STREAM]));
+  }
+
+  test('V4 (Arrow 0.8 to 0.17) is read', async () => {
+    const rows: number[] = [];
+    for await (const batch of readIpcStream(await streamOfVersion(MetadataVersion.V4))) rows.push(batch.numRows);
+    expect(rows).toEqual([1024]);
+  });
+
+  test.each([MetadataVersion.V1, MetadataVersion.V3, 5, 200])('version %i (V1 to V3 lay unions out otherwise; later ones are not known) is CS_CORRUPT_DATA', async (version) => {
+    const error = await failure(await streamOfVersion(version));
+    expect(error.code).toBe('CS_CORRUPT_DATA');
+    expect(error.message).toMatch(/metadata version \w+ is not one this reader takes \(V4 or V5\)/);
+  });
 });
 
 describe('reading ahead keeps the order of batches and errors', () => {

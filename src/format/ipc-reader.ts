@@ -440,6 +440,11 @@ abstract class StreamCursor {
       throw this.corrupt(`unreadable message metadata: ${(cause as Error).message}`, start, cause);
     }
     if (header === null || header === undefined) throw this.corrupt('message metadata without a header', start);
+    // V4 (Arrow 0.8 to 0.17, a validity bitmap in each union) and V5 (Arrow 1.0 on) are the versions Arrow C++
+    // reads; one of V1-V3 (or a damaged version field) made arrow-js look for buffers of another layout
+    if (message.version < MetadataVersion.V4 || message.version > MetadataVersion.V5) {
+      throw this.corrupt(`metadata version ${MetadataVersion[message.version] ?? message.version} is not one this reader takes (V4 or V5)`, start);
+    }
     const bodyLength = this.bodyLength(message, bodyStart, start);
     return { message, header, decodedFrom: start === 0 ? decodedFrom : undefined, bodyStart, bodyLength };
   }
