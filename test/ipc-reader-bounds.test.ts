@@ -86,9 +86,10 @@ describe('readIpcStream refuses lengths it cannot trust before allocating', () =
  * must not change what a consumer sees of a stream damaged after some good batches.
  */
 describe('readIpcStream refuses a null count the column cannot have', () => {
-  // Found by running mutated uncompressed partitions through our reader and arrow-rs side by side: such a
-  // column read as valid rows in arrow-js, while arrow-js's IPC writer (`columnar-shuffle read`) wrote the
-  // count without a bitmap (or dropped a Bool column's values), which flechette then read as nulls.
+  // Found by running damaged partitions through our reader and arrow-rs (or flechette) side by side: arrow-js
+  // reads such a column by its bitmap alone (or as valid without one), while its IPC writer (`columnar-shuffle
+  // read`) wrote the count as it was (without a bitmap, or dropping a Bool column's values when the count
+  // reached its length), and other readers then read other rows as nulls.
   const nullable = new Schema([new Field('v', new Int32(), true), new Field('s', new Struct([new Field('a', new Int32(), true)]), true)]);
   const bitmap = Uint8Array.of(0b1001); // rows 0 and 3 valid
   const values = new Uint8Array(16);
@@ -110,6 +111,8 @@ describe('readIpcStream refuses a null count the column cannot have', () => {
   test.each([
     ['more nulls than rows', { nullCount: 5 }, bitmap, /column 0 \("v"\) is inconsistent: its null count 5 is more than its 4 rows/],
     ['nulls but no validity bitmap', { nullCount: 2 }, new Uint8Array(0), /column 0 \("v"\) is inconsistent: its null count is 2 but it has no validity bitmap/],
+    ['fewer nulls than the bitmap has', { nullCount: 1 }, bitmap, /column 0 \("v"\) is inconsistent: its null count is 1 but its validity bitmap has 2 null rows/],
+    ['more nulls than the bitmap has', { nullCount: 3 }, bitmap, /column 0 \("v"\) is inconsistent: its null count is 3 but its validity bitmap has 2 null rows/],
   ] as const)('%s is CS_CORRUPT_DATA naming the column', async (_, node, validity, message) => {
     const error = await failure(await streamOf(node, validity));
     expect(error.code).toBe('CS_CORRUPT_DATA');

@@ -4,7 +4,7 @@ import { appendRows } from '../src/writer/append-column.js';
 import { ColumnBuffer } from '../src/writer/column-buffer.js';
 import type { ColumnLayout } from '../src/writer/column-layout.js';
 import type { SourceColumn } from '../src/writer/source-column.js';
-import { countZeroBits, gatherBits } from '../src/writer/split-bits.js';
+import { countZeroBits, countZeroBitsAt, gatherBits } from '../src/writer/split-bits.js';
 import { splitBinary } from '../src/writer/split-binary.js';
 import { splitRemappedIndices } from '../src/writer/split-dictionary.js';
 import { isContiguous, splitFixedWidth } from '../src/writer/split-fixed-width.js';
@@ -241,6 +241,19 @@ test('countZeroBits counts the zeros among exactly the first `bits` bits, for ev
   }
   // the bit after the counted ones is a zero: a count that took it in would be one too many
   expect(countZeroBits(Uint8Array.of(0xff, 0b1111_1101), 9)).toBe(0);
+});
+
+test('countZeroBitsAt counts the zeros among exactly bits [offset, offset + bits), for every offset and count within 48 bits', () => {
+  const rng = new Rng(6);
+  const bitmap = Uint8Array.from({ length: 6 }, () => rng.int(0, 255));
+  const zeroAt = (i: number) => ((bitmap[i >> 3]! >> (i & 7)) & 1) === 0;
+  for (let offset = 0; offset <= 48; offset++) {
+    for (let bits = 0; offset + bits <= 48; bits++) {
+      let zeros = 0;
+      for (let i = offset; i < offset + bits; i++) if (zeroAt(i)) zeros++;
+      expect(countZeroBitsAt(bitmap, offset, bits), `[${offset}, ${offset + bits})`).toBe(zeros);
+    }
+  }
 });
 
 test('adjacent row ids are copied as a block, lookalikes are gathered, for fixed-width and binary columns', () => {

@@ -1,5 +1,6 @@
 import type { Data, DataType } from 'apache-arrow';
 import { layoutOfType, type ColumnLayout } from '../writer/column-layout.js';
+import { countZeroBitsAt } from '../writer/split-bits.js';
 import { MAX_BATCH_ROWS } from '../writer/writer-options.js';
 import { VIEW_BYTES, viewValueOf, type ViewValue } from './binary-view.js';
 
@@ -22,10 +23,11 @@ import { VIEW_BYTES, viewValueOf, type ViewValue } from './binary-view.js';
  * - no column holds more than 2^31 - 1 rows (the length most implementations
  *   take, and the most arrow-js writes);
  * - a null count is at most the column's length, and one above 0 comes with
- *   a validity bitmap (arrow-js reads such rows as valid, arrow-rs too, Arrow
- *   C++ refuses them, and arrow-js's IPC writer writes the count without a
- *   bitmap, which other readers then read as nulls): not checked for a
- *   writer's input, where arrow-js's reading is the one that counts.
+ *   a validity bitmap holding exactly that many null rows (arrow-js reads
+ *   rows by the bitmap alone, or as valid without one, arrow-rs and Arrow
+ *   C++ refuse such columns, and arrow-js's IPC writer writes the count as it
+ *   is, so other readers then read other nulls): not checked for a writer's
+ *   input, where arrow-js's reading is the one that counts.
  *
  * Returns why the column is inconsistent, or null. A column whose type this
  * library does not split is left to arrow-js's own loading.
@@ -66,6 +68,11 @@ function check(data: Data, layout: ColumnLayout, rows: number, checks: Checks): 
     const nullCount = data.nullCount;
     if (nullCount > length) return `its null count ${nullCount} is more than its ${length} rows`;
     if (nullCount > 0 && !hasBitmap) return `its null count is ${nullCount} but it has no validity bitmap`;
+    // (a count the message left unknown was counted from the bitmap; 0 drops the bitmap when loaded)
+    if (nullCount > 0 && hasBitmap) {
+      const zeros = countZeroBitsAt(bitmap, data.offset, length);
+      if (zeros !== nullCount) return `its null count is ${nullCount} but its validity bitmap has ${zeros} null rows`;
+    }
   }
   const values = data.values as ArrayBufferView | undefined;
   const valueBytes = values?.byteLength ?? 0;

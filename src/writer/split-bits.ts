@@ -68,3 +68,14 @@ export function countZeroBits(bitmap: Uint8Array, bits: number): number {
   if (rest > 0) ones += POPCOUNT[bitmap[whole]! & ((1 << rest) - 1)]!;
   return bits - ones;
 }
+
+/** Number of 0 bits among bits [offset, offset + bits) of a bitmap: bit by bit up to a whole byte, then bytes, then bits. */
+export function countZeroBitsAt(bitmap: Uint8Array, offset: number, bits: number): number {
+  const end = offset + bits;
+  let ones = 0;
+  let bit = offset;
+  for (; bit < end && (bit & 7) !== 0; bit++) ones += (bitmap[bit >>> 3]! >>> (bit & 7)) & 1;
+  for (; bit + 8 <= end; bit += 8) ones += POPCOUNT[bitmap[bit >>> 3]!]!;
+  for (; bit < end; bit++) ones += (bitmap[bit >>> 3]! >>> (bit & 7)) & 1;
+  return bits - ones;
+}
