@@ -65,7 +65,8 @@ function writable(data: Data, dictionaries: Map<Vector, Vector>): Data {
   if (data.length === 0) return data; // arrow-js writes empty buffers for it (its own empty columns are not all whole Data)
   const type = data.type as DataType;
   if (type.typeId === Type.Null) {
-    const zeros = data.nullBitmap !== undefined && data.nullBitmap.byteLength > 0 && data.nullCount === data.length;
+    // (a bitmap with a bit set, which no reader makes, would give arrow-js's slices fewer nulls than rows)
+    const zeros = data.nullBitmap !== undefined && data.nullBitmap.byteLength > 0 && data.nullCount === data.length && data.nullBitmap.every((byte) => byte === 0);
     return zeros ? data : new Data(type, 0, data.length, data.length, { [2]: new Uint8Array((data.length + 7) >> 3) });
   }
   if (isView(type)) return compactViews(data);
