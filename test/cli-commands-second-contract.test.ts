@@ -9,7 +9,7 @@
  * cli-commands-contract.test.ts.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readlinkSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { lstat, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Field, Int64, Schema, Table, tableFromIPC, tableToIPC, Utf8, vectorFromArray, type RecordBatch } from 'apache-arrow';
@@ -25,6 +25,7 @@ import { MAX_STAGING_BYTES } from '../src/writer/input-staging.js';
 import { ShuffleWriter } from '../src/writer/shuffle-writer.js';
 import { UNBOUNDED_MEM_LIMIT } from '../src/writer/writer-options.js';
 import { cli, ids } from './support/cli-run.js';
+import { openFilesUnder } from './support/open-files.js';
 import { textSink } from './support/text-sink.js';
 import { listFiles, makeTempDir, removeDir } from './support/temp-dir.js';
 
@@ -99,43 +100,29 @@ describe('option values', () => {
   });
 });
 
-/** The files under `at` this process holds open (Linux: /proc/self/fd). */
-function openUnder(at: string): string[] {
-  const out: string[] = [];
-  for (const fd of readdirSync('/proc/self/fd')) {
-    try {
-      const target = readlinkSync(`/proc/self/fd/${fd}`);
-      if (target.startsWith(at)) out.push(target);
-    } catch {
-      // closed meanwhile (the descriptor of the listing itself)
-    }
-  }
-  return out.sort();
-}
-
 describe.runIf(existsSync('/proc/self/fd'))('a command leaves no file open', () => {
   test('write closes its input and its bounds file', async () => {
     const bounds = join(dir, 'bounds.arrows');
     await writeFile(bounds, tableToIPC(ids(1).slice(0, 1), 'stream'));
     const run = await cli(['write', input, '-p', '2', '-k', 'id', '--partitioning', 'range', '--bounds', bounds, '-o', join(dir, 'out')]);
     expect(run.code).toBe(0);
-    expect(openUnder(dir)).toEqual([]);
+    expect(openFilesUnder(dir)).toEqual([]);
   });
 
   test('write of an input that is not Arrow closes it', async () => {
     const text = join(dir, 'notes.txt');
     await writeFile(text, 'not arrow at all');
     expect((await cli(['write', text, '-p', '2', '-k', 'id', '-o', join(dir, 'out')])).code).toBe(1);
-    expect(openUnder(dir)).toEqual([]);
+    expect(openFilesUnder(dir)).toEqual([]);
   });
 
   test('read and inspect close the shuffle output', async () => {
     const prefix = join(dir, 'out');
     expect((await cli(['write', input, '-p', '2', '-k', 'id', '-o', prefix])).code).toBe(0);
     expect((await cli(['read', prefix, '-P', '0', '-o', join(dir, 'p0.arrows')])).code).toBe(0);
-    expect(openUnder(dir)).toEqual([]);
+    expect(openFilesUnder(dir)).toEqual([]);
     expect((await cli(['inspect', prefix])).code).toBe(0);
-    expect(openUnder(dir)).toEqual([]);
+    expect(openFilesUnder(dir)).toEqual([]);
   });
 });
 

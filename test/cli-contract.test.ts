@@ -6,7 +6,7 @@
  * signal tests, its own AbortSignal).
  */
 import { getEventListeners } from 'node:events';
-import { open, readdir, readFile, readlink, writeFile } from 'node:fs/promises';
+import { open, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { Table, tableFromIPC, tableToIPC, vectorFromArray } from 'apache-arrow';
@@ -17,6 +17,7 @@ import { DEFAULT_WHOLE_PARTITION_BYTES, ShuffleReader } from '../src/reader/shuf
 import { frameOf } from '../src/cli/ipc-frames.js';
 import { crc32cOf, encodeChecksums, encodeIndex, outputPaths } from '../src/format/output-files.js';
 import { createProgress } from '../src/cli/progress.js';
+import { openFilesUnder } from './support/open-files.js';
 import { makeTempDir, listFiles, removeDir } from './support/temp-dir.js';
 import { textSink } from './support/text-sink.js';
 import { cli, ids } from './support/cli-run.js';
@@ -95,9 +96,7 @@ describe('the command line', () => {
   test.skipIf(process.platform !== 'linux')('write closes its input file (no descriptor of it is left open)', async () => {
     const run = await cli(['write', input, '-p', '2', '-k', 'id', '-o', join(dir, 'out')]);
     expect(run.code).toBe(0);
-    const fds = await readdir('/proc/self/fd');
-    const targets = await Promise.all(fds.map((fd) => readlink(join('/proc/self/fd', fd)).catch(() => '')));
-    expect(targets.filter((target) => target === input)).toEqual([]);
+    expect(openFilesUnder(input)).toEqual([]);
   });
 
   test("help of an unknown command is CS_INVALID_ARGUMENT, exit 2, pointing at 'columnar-shuffle --help'", async () => {

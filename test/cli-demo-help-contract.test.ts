@@ -7,7 +7,7 @@
  * help lists exactly the options its command accepts. Each CLI test runs
  * main() in-process with its own streams and AbortSignal.
  */
-import { mkdir, readdir, readlink } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { makeData, RecordBatch, Schema, Field, Struct, type Data } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
@@ -18,6 +18,7 @@ import { batchBytes, NARROW_SCHEMA, narrowBatch } from '../src/cli/demo-data.js'
 import { bytes, count } from '../src/cli/context.js';
 import { ShuffleReader } from '../src/reader/shuffle-reader.js';
 import { hashColumnInto, pmod, SPARK_HASH_SEED } from '../src/writer/murmur3.js';
+import { openFilesUnder } from './support/open-files.js';
 import { listFiles, makeTempDir, removeDir } from './support/temp-dir.js';
 import { textSink } from './support/text-sink.js';
 import { cli, type Run } from './support/cli-run.js';
@@ -148,9 +149,7 @@ describe('demo', () => {
   test('the demo closes the output it read back: no file descriptor is left on it', async () => {
     const out = join(dir, 'closed');
     expect((await cli(['demo', '-n', '2000', '-p', '3', '--dir', out])).code).toBe(0);
-    const fds = await readdir('/proc/self/fd');
-    const targets = await Promise.all(fds.map((fd) => readlink(join('/proc/self/fd', fd)).catch(() => '')));
-    expect(targets.filter((target) => target.startsWith(out))).toEqual([]);
+    expect(openFilesUnder(out)).toEqual([]);
   });
 
   test('a failed verification: verdict FAILED with every problem listed, CS_CORRUPT_DATA naming them, exit 1, and the temporary directory is still removed', async () => {

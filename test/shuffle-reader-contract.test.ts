@@ -9,7 +9,6 @@
  * (a one-partition output of the columnar writer), laid out as the test needs:
  * empty partitions around it, several copies of it, a crafted checksum file.
  */
-import { readdirSync, readlinkSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Dictionary, Field, Int32, makeData, makeTable, RecordBatch, Schema, Struct, Utf8, Vector } from 'apache-arrow';
@@ -20,6 +19,7 @@ import { BatchCoalescer } from '../src/reader/batch-coalescer.js';
 import { utf8Column } from './support/columns.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
 import { failure } from './support/failure.js';
+import { openFilesUnder } from './support/open-files.js';
 
 let dir = '';
 let prefix = '';
@@ -185,32 +185,18 @@ describe('opening: what is refused, and where', () => {
 });
 
 describe('a failed open leaves no file open', () => {
-  /** the descriptors of this process that are open on a file under `dir` */
-  function openUnder(at: string): string[] {
-    const out: string[] = [];
-    for (const fd of readdirSync('/proc/self/fd')) {
-      try {
-        const target = readlinkSync(`/proc/self/fd/${fd}`);
-        if (target.startsWith(at)) out.push(target);
-      } catch {
-        // closed meanwhile (the descriptor of the listing itself)
-      }
-    }
-    return out;
-  }
-
   test.runIf(process.platform === 'linux')('a corrupt index: open() fails CS_CORRUPT_DATA and has closed all three files', async () => {
     await writeFile(`${prefix}.index`, new Uint8Array(12));
     const error = await failure(ShuffleReader.open(prefix));
     expect(error.code).toBe('CS_CORRUPT_DATA');
-    expect(openUnder(dir)).toEqual([]);
+    expect(openFilesUnder(dir)).toEqual([]);
   });
 
   test.runIf(process.platform === 'linux')('a missing checksum file: open() fails CS_FILE_NOT_FOUND and has closed the index and data files', async () => {
     await rm(`${prefix}.checksum.CRC32C`);
     const error = await failure(ShuffleReader.open(prefix));
     expect(error.code).toBe('CS_FILE_NOT_FOUND');
-    expect(openUnder(dir)).toEqual([]);
+    expect(openFilesUnder(dir)).toEqual([]);
   });
 });
 
