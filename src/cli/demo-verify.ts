@@ -1,5 +1,5 @@
 import type { RecordBatch, Schema } from 'apache-arrow';
-import { describeSchema as describe } from './context.js';
+import { describeSchema as describe, plural } from './context.js';
 import { hashColumnInto, pmod, SPARK_HASH_SEED } from '../writer/murmur3.js';
 
 /** Seeds of the two row fingerprints (any fixed values other than the partitioning seed). */
@@ -60,8 +60,13 @@ export class ShuffleVerifier {
   /** What is wrong; empty when the shuffle is verified. `partitionRows`: what the writer says it wrote. */
   problems(partitionRows: readonly number[]): string[] {
     const problems: string[] = [];
-    const wrong = partitionRows.findIndex((rows, p) => rows !== this.partitionRows[p]);
-    if (wrong >= 0) problems.push(`partition ${wrong}: the writer reports ${partitionRows[wrong]} rows, ${this.partitionRows[wrong]} were read back`);
+    // (a report of fewer partitions left the others unchecked)
+    if (partitionRows.length !== this.partitionRows.length) {
+      problems.push(`the writer reports ${plural(partitionRows.length, 'partition', 'partitions')}, the shuffle has ${this.partitionRows.length}`);
+    } else {
+      const wrong = partitionRows.findIndex((rows, p) => rows !== this.partitionRows[p]);
+      if (wrong >= 0) problems.push(`partition ${wrong}: the writer reports ${partitionRows[wrong]} rows, ${this.partitionRows[wrong]} were read back`);
+    }
     if (this.schemaProblem) problems.push(this.schemaProblem);
     if (this.output.rows !== this.input.rows) problems.push(`${this.output.rows} rows read back, ${this.input.rows} written`);
     if (this.misplaced > 0) problems.push(`${this.misplaced} rows in the wrong partition (${this.firstMisplaced})`);
