@@ -7,7 +7,6 @@
  * help lists exactly the options its command accepts. Each CLI test runs
  * main() in-process with its own streams and AbortSignal.
  */
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { makeData, RecordBatch, Schema, Field, Struct, type Data } from 'apache-arrow';
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
@@ -19,7 +18,7 @@ import { bytes, count } from '../src/cli/context.js';
 import { ShuffleReader } from '../src/reader/shuffle-reader.js';
 import { hashColumnInto, pmod, SPARK_HASH_SEED } from '../src/writer/murmur3.js';
 import { openFilesUnder } from './support/open-files.js';
-import { listFiles, makeTempDir, removeDir } from './support/temp-dir.js';
+import { listFiles, tempDirWithOwnTmpdirEachTest } from './support/temp-dir.js';
 import { textSink } from './support/text-sink.js';
 import { cli, type Run } from './support/cli-run.js';
 
@@ -38,20 +37,14 @@ function summaryLine(run: Run, field: string): string {
   return line!.slice(field.length + 2).trim();
 }
 
+// the demo's temporary directory goes under os.tmpdir(): here, a directory of this test alone
+const testDir = tempDirWithOwnTmpdirEachTest('cs-cli-demo-help-');
 let dir = '';
-let savedTmpdir: string | undefined;
-beforeEach(async () => {
-  dir = await makeTempDir('cs-cli-demo-help-');
-  // the demo's temporary directory goes under os.tmpdir(): here, a directory of this test alone
-  savedTmpdir = process.env.TMPDIR;
-  process.env.TMPDIR = join(dir, 'tmp');
-  await mkdir(join(dir, 'tmp'));
+beforeEach(() => {
+  dir = testDir();
 });
-afterEach(async () => {
+afterEach(() => {
   vi.restoreAllMocks();
-  if (savedTmpdir === undefined) delete process.env.TMPDIR;
-  else process.env.TMPDIR = savedTmpdir;
-  await removeDir(dir);
 });
 
 /** What the demo left in the temporary directory. */

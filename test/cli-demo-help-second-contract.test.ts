@@ -22,24 +22,18 @@ import { ShuffleReader } from '../src/reader/shuffle-reader.js';
 import { ShuffleWriter } from '../src/writer/shuffle-writer.js';
 import { WRITER_CHOICES } from '../src/writer-kind.js';
 import { hashColumnInto, pmod, SPARK_HASH_SEED } from '../src/writer/murmur3.js';
-import { listFiles, makeTempDir, removeDir } from './support/temp-dir.js';
+import { listFiles, tempDirWithOwnTmpdirEachTest } from './support/temp-dir.js';
 import { textSink } from './support/text-sink.js';
 import { cli, ids, type Run } from './support/cli-run.js';
 
+// the demo's temporary directory goes under os.tmpdir(): here, a directory of this test alone
+const testDir = tempDirWithOwnTmpdirEachTest('cs-cli-demo-help-2-');
 let dir = '';
-let savedTmpdir: string | undefined;
-beforeEach(async () => {
-  dir = await makeTempDir('cs-cli-demo-help-2-');
-  // the demo's temporary directory goes under os.tmpdir(): here, a directory of this test alone
-  savedTmpdir = process.env.TMPDIR;
-  process.env.TMPDIR = join(dir, 'tmp');
-  await mkdir(join(dir, 'tmp'));
+beforeEach(() => {
+  dir = testDir();
 });
-afterEach(async () => {
+afterEach(() => {
   vi.restoreAllMocks();
-  if (savedTmpdir === undefined) delete process.env.TMPDIR;
-  else process.env.TMPDIR = savedTmpdir;
-  await removeDir(dir);
 });
 
 /** One field of the demo summary (`  write       ...`). */

@@ -23,7 +23,7 @@ import { Float64, Int32, Table, tableToIPC, vectorFromArray, type Vector } from 
 import { MapTaskPool, rangeBoundsOf, ShuffleReader } from 'columnar-shuffle';
 import { CustomerTotals } from '../examples/job-runner/columns.js';
 import { runJob, type Fault, type Job } from '../examples/job-runner/dag.js';
-import { generatedOrders, ordersFromFile, type ColumnNeed } from '../examples/job-runner/data.js';
+import { generatedOrders, orderColumns, ordersFromFile } from '../examples/job-runner/data.js';
 import {
   checkJoin,
   checkOrdersPerCustomer,
@@ -44,11 +44,7 @@ import { progressBoard, renderLine, type ProgressBoard, type StageProgress } fro
 import { useMapTaskFixture } from './support/map-task-fixture.js';
 import { textSink } from './support/text-sink.js';
 
-const NEEDS: ColumnNeed[] = [
-  { name: 'order_id', kinds: ['integer'] },
-  { name: 'customer_id', kinds: ['integer'] },
-  { name: 'amount', kinds: ['integer', 'float'] },
-];
+const NEEDS = orderColumns(true);
 const MAP_STAGE = 'map (partial aggregate)';
 
 let dir: string;

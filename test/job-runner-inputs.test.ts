@@ -33,7 +33,7 @@ import {
 import { MapTaskPool } from 'columnar-shuffle';
 import { column, numbers } from '../examples/job-runner/columns.js';
 import { runJob, type Fault } from '../examples/job-runner/dag.js';
-import { generatedOrders, ordersFromFile, type ColumnNeed } from '../examples/job-runner/data.js';
+import { generatedOrders, orderColumns, ordersFromFile } from '../examples/job-runner/data.js';
 import {
   checkJoin,
   checkOrdersPerCustomer,
@@ -51,11 +51,7 @@ import { main } from '../examples/job-runner/main.js';
 import { useMapTaskFixture } from './support/map-task-fixture.js';
 import { textSink } from './support/text-sink.js';
 
-const NEEDS: ColumnNeed[] = [
-  { name: 'order_id', kinds: ['integer'] },
-  { name: 'customer_id', kinds: ['integer'] },
-  { name: 'amount', kinds: ['integer', 'float'] },
-];
+const NEEDS = orderColumns(true);
 
 let dir: string;
 /** one pool for the jobs of this file: a thread takes seconds to start from the sources */

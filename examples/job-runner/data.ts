@@ -124,6 +124,15 @@ export interface ColumnNeed {
   kinds: readonly ('integer' | 'float')[];
 }
 
+/** The columns a job reads of an orders file: `customer_id` and `amount`, and `order_id` for the join. */
+export function orderColumns(withOrderId: boolean): ColumnNeed[] {
+  return [
+    ...(withOrderId ? [{ name: 'order_id', kinds: ['integer'] } as const] : []),
+    { name: 'customer_id', kinds: ['integer'] },
+    { name: 'amount', kinds: ['integer', 'float'] },
+  ];
+}
+
 /**
  * Orders from the user's uncompressed Arrow IPC file (file or stream format),
  * read whole; `needs` names the columns the job uses (others are ignored).

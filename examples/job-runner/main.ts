@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import type { Table } from 'apache-arrow';
 import { ShuffleError, WRITER_KINDS, type WriterKind } from 'columnar-shuffle';
 import { runJob, type Fault, type JobResult, type StageReport } from './dag.js';
-import { generatedOrders, InputError, ordersFromFile, type OrdersSource } from './data.js';
+import { generatedOrders, InputError, orderColumns, ordersFromFile, type OrdersSource } from './data.js';
 import {
   checkJoin,
   checkOrdersPerCustomer,
@@ -113,11 +113,7 @@ async function run(argv: string[], io: IO, signal: AbortSignal): Promise<number>
     source =
       args.input === undefined
         ? generatedOrders(args.orders, args.customers, 1, args.job === 'join' ? 100 : 0)
-        : await ordersFromFile(args.input, [
-            ...(args.job === 'join' ? [{ name: 'order_id', kinds: ['integer'] } as const] : []),
-            { name: 'customer_id', kinds: ['integer'] },
-            { name: 'amount', kinds: ['integer', 'float'] },
-          ]);
+        : await ordersFromFile(args.input, orderColumns(args.job === 'join'));
   } catch (error) {
     if (!(error instanceof InputError)) throw error;
     io.stderr.write(`job-runner: ${error.message}\n`);
