@@ -15,11 +15,11 @@
  * usage gives.
  */
 import { getEventListeners } from 'node:events';
-import { readdir, writeFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, test } from 'vitest';
-import { Float64, Int32, Table, tableToIPC, vectorFromArray, type Vector } from 'apache-arrow';
+import { Float64, Int32, Table, vectorFromArray, type Vector } from 'apache-arrow';
 import { MapTaskPool, rangeBoundsOf, ShuffleReader } from 'columnar-shuffle';
 import { CustomerTotals } from '../examples/job-runner/columns.js';
 import { runJob, type Fault, type Job } from '../examples/job-runner/dag.js';
@@ -41,6 +41,7 @@ import {
 } from '../examples/job-runner/jobs.js';
 import { main } from '../examples/job-runner/main.js';
 import { progressBoard, renderLine, type ProgressBoard, type StageProgress } from '../examples/job-runner/progress.js';
+import { writeArrowFile } from './support/arrow-file.js';
 import { useMapTaskFixture } from './support/map-task-fixture.js';
 import { textSink } from './support/text-sink.js';
 
@@ -52,11 +53,7 @@ let dir: string;
 let pool: MapTaskPool;
 useMapTaskFixture({ threads: 2, dirPrefix: 'cs-job-contract-' }, (fixture) => ({ dir, pool } = fixture));
 
-async function arrowFile(name: string, columns: Record<string, Vector>): Promise<string> {
-  const path = join(dir, name);
-  await writeFile(path, tableToIPC(new Table(columns), 'file'));
-  return path;
-}
+const arrowFile = (name: string, columns: Record<string, Vector>) => writeArrowFile(join(dir, name), columns);
 
 async function run(argv: string[], signal?: AbortSignal): Promise<{ code: number; stdout: string; stderr: string }> {
   const stdout = textSink();

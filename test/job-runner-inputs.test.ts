@@ -20,8 +20,6 @@ import {
   Int32,
   Int64,
   Int8,
-  Table,
-  tableToIPC,
   Uint16,
   Uint32,
   Uint64,
@@ -48,6 +46,7 @@ import {
   type SortAnswer,
 } from '../examples/job-runner/jobs.js';
 import { main } from '../examples/job-runner/main.js';
+import { writeArrowFile } from './support/arrow-file.js';
 import { useMapTaskFixture } from './support/map-task-fixture.js';
 import { textSink } from './support/text-sink.js';
 
@@ -58,11 +57,7 @@ let dir: string;
 let pool: MapTaskPool;
 useMapTaskFixture({ threads: 2, dirPrefix: 'cs-job-inputs-' }, (fixture) => ({ dir, pool } = fixture));
 
-async function arrowFile(name: string, columns: Record<string, Vector>): Promise<string> {
-  const path = join(dir, name);
-  await writeFile(path, tableToIPC(new Table(columns), 'file'));
-  return path;
-}
+const arrowFile = (name: string, columns: Record<string, Vector>) => writeArrowFile(join(dir, name), columns);
 
 async function run(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const stdout = textSink();

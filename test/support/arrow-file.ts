@@ -1,4 +1,5 @@
-import type { Schema } from 'apache-arrow';
+import { Table, tableToIPC, type Schema, type Vector } from 'apache-arrow';
+import { writeFile } from 'node:fs/promises';
 import { MetadataVersion } from 'apache-arrow/enum';
 import { FileBlock, Footer } from 'apache-arrow/ipc/metadata/file';
 import { Message } from 'apache-arrow/ipc/metadata/message';
@@ -44,4 +45,10 @@ export function fileOf(stream: Uint8Array, schema: Schema, options: FileLayoutOp
   const length = new Uint8Array(4);
   new DataView(length.buffer).setInt32(0, footer.byteLength, true);
   return Buffer.concat([...parts, Buffer.from([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]), footer, length, Buffer.from('ARROW1')]);
+}
+
+/** Writes a table of `columns` as an Arrow file (arrow-js's writer) at `path`; returns `path`. */
+export async function writeArrowFile(path: string, columns: Record<string, Vector>): Promise<string> {
+  await writeFile(path, tableToIPC(new Table(columns), 'file'));
+  return path;
 }
