@@ -198,13 +198,11 @@ describe('read of an output whose partitions differ in schema (two outputs put t
 });
 
 describe('read -o onto a device', () => {
-  test('a character device is written in place: it stays a device (as /dev/null must)', async (context) => {
+  // a /dev/null of the test's own: making a device node takes root (CI runs as root), and writing the real
+  // /dev/null would replace it if the command got it wrong
+  test.runIf(process.getuid?.() === 0)('a character device is written in place: it stays a device (as /dev/null must)', async () => {
     const device = join(dir, 'null');
-    try {
-      execFileSync('mknod', [device, 'c', '1', '3'], { stdio: 'ignore' }); // a /dev/null of the test's own (root only)
-    } catch {
-      context.skip();
-    }
+    execFileSync('mknod', [device, 'c', '1', '3'], { stdio: 'ignore' });
     const prefix = join(dir, 'out');
     expect((await cli(['write', input, '-p', '1', '--partitioning', 'single', '-o', prefix])).code).toBe(0);
     const run = await cli(['read', prefix, '-P', '0', '-o', device]);

@@ -5,14 +5,14 @@
  * and by arrow-js. The columns must agree in type, length, null count, and the
  * kind and contents of every typed array.
  */
-import { Dictionary, Field, Int32, List, Table, Utf8, Utf8View, tableFromIPC, tableToIPC, vectorFromArray, type Data, type RecordBatch } from 'apache-arrow';
+import { Dictionary, Field, Int32, List, Table, Utf8, Utf8View, tableFromIPC, tableToIPC, vectorFromArray, type Data } from 'apache-arrow';
 import { describe, expect, test } from 'vitest';
 import { BufferRegion, FieldNode } from 'apache-arrow/ipc/metadata/message';
 import { VectorLoader } from 'apache-arrow/visitor/vectorloader';
 import { flatKindsOf, loadFlatColumns } from '../src/format/flat-loader.js';
-import { readIpcStream } from '../src/format/ipc-reader.js';
 import { buildBatch, NO_BITMAP, TYPE_CASES, type ValiditySpec } from './support/columns.js';
 import { Rng } from './support/random.js';
+import { dataShapeOf, readBatches } from './support/ipc-batches.js';
 
 const FLAT_CASES = TYPE_CASES.filter((c) => flatKindsOf([c.make()]) !== null);
 const VALIDITIES: [string, ValiditySpec][] = [
@@ -20,26 +20,8 @@ const VALIDITIES: [string, ValiditySpec][] = [
   ['no bitmap', NO_BITMAP],
 ];
 
-async function readOurs(bytes: Uint8Array): Promise<RecordBatch[]> {
-  const batches: RecordBatch[] = [];
-  for await (const batch of readIpcStream(bytes)) batches.push(batch);
-  return batches;
-}
-
-/** What a column's Data holds, in a form toEqual compares: array kinds and contents, lengths and counts. */
-function shapeOf(data: Data): unknown {
-  const array = (view: ArrayBufferView | undefined) => (view === undefined ? undefined : { kind: view.constructor.name, items: Array.from(view as unknown as ArrayLike<unknown>) });
-  return {
-    type: String(data.type),
-    offset: data.offset,
-    length: data.length,
-    nullCount: data.nullCount,
-    values: array(data.values as ArrayBufferView | undefined),
-    valueOffsets: array(data.valueOffsets as ArrayBufferView | undefined),
-    nullBitmap: array(data.nullBitmap as ArrayBufferView | undefined),
-    children: data.children.length,
-  };
-}
+/** dataShapeOf, with the column's offset and number of children. */
+const shapeWithChildrenOf = (data: Data) => ({ ...dataShapeOf(data), offset: data.offset, children: data.children.length });
 
 test('the flat types are every supported type without children except the view types', () => {
   expect(FLAT_CASES.map((c) => c.name)).toEqual(TYPE_CASES.map((c) => c.name).filter((name) => !name.endsWith('View')));
@@ -51,18 +33,18 @@ describe.each(VALIDITIES)('columns with %s', (_, validity) => {
   test.each(FLAT_CASES.map((c) => [c.name, c] as const))('%s: the same Data as arrow-js makes', async (_name, typeCase) => {
     const batch = buildBatch([{ name: 'k', type: typeCase.make() }], 37, () => validity, new Rng(41));
     const bytes = tableToIPC(new Table([batch]), 'stream');
-    const [ours] = await readOurs(bytes);
+    const [ours] = await readBatches(bytes);
     const [theirs] = tableFromIPC(bytes).batches;
-    expect(shapeOf(ours!.data.children[0]!)).toEqual(shapeOf(theirs!.data.children[0]!));
+    expect(shapeWithChildrenOf(ours!.data.children[0]!)).toEqual(shapeWithChildrenOf(theirs!.data.children[0]!));
   });
 });
 
 test('a dictionary column gets its dictionary, as arrow-js gives it', async () => {
   const colours = vectorFromArray(['red', null, 'blue', 'red', 'green', null, 'blue'], new Dictionary(new Utf8(), new Int32()));
   const bytes = tableToIPC(new Table({ colour: colours }), 'stream');
-  const [ours] = await readOurs(bytes);
+  const [ours] = await readBatches(bytes);
   const [theirs] = tableFromIPC(bytes).batches;
-  expect(shapeOf(ours!.data.children[0]!)).toEqual(shapeOf(theirs!.data.children[0]!));
+  expect(shapeWithChildrenOf(ours!.data.children[0]!)).toEqual(shapeWithChildrenOf(theirs!.data.children[0]!));
   expect(ours!.getChild('colour')!.toArray()).toEqual(['red', null, 'blue', 'red', 'green', null, 'blue']);
 });
 
@@ -73,7 +55,7 @@ test('a dictionary column whose dictionary batch never came gets an empty dictio
   const [ours] = loadFlatColumns([type], flatKindsOf([type])!, [node], buffers, new Map());
   const theirs = new VectorLoader(new Uint8Array(16), [new FieldNode(2, 2)], [new BufferRegion(0, 8), new BufferRegion(8, 8)], new Map()).visit(type);
   expect(ours!.dictionary!.length).toBe(0);
-  expect(shapeOf(ours!)).toEqual(shapeOf(theirs));
+  expect(shapeWithChildrenOf(ours!)).toEqual(shapeWithChildrenOf(theirs));
   expect(theirs.dictionary!.length).toBe(0);
 });
 

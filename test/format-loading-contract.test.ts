@@ -42,7 +42,6 @@ import { compressFrame } from 'lz4-napi';
 import { compress as zstdCompress } from 'zstd-napi';
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { codecByName } from '../src/format/codec.js';
-import { readIpcStream } from '../src/format/ipc-reader.js';
 import { retainShapes } from '../src/format/retained-shapes.js';
 import { SchemaMessageCache } from '../src/format/schema-message-cache.js';
 import { tableToIpcStream } from '../src/format/table-to-ipc.js';
@@ -51,6 +50,7 @@ import { retainReaderShapes } from '../src/reader/reader-shapes.js';
 import { ShuffleReader } from '../src/reader/shuffle-reader.js';
 import { outputOf } from './support/piecewise-output.js';
 import { streamedZstdFrame } from './support/zstd-stream.js';
+import { dataShapeOf, readBatches } from './support/ipc-batches.js';
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -60,12 +60,6 @@ afterEach(() => {
 
 const LONG_1 = 'a value longer than twelve bytes'; // 32 bytes
 const LONG_2 = 'another value over twelve bytes'; // 31 bytes
-
-async function batchesOf(stream: Uint8Array, cache?: SchemaMessageCache): Promise<RecordBatch[]> {
-  const batches: RecordBatch[] = [];
-  for await (const batch of readIpcStream(stream, {}, {}, cache)) batches.push(batch);
-  return batches;
-}
 
 const rowsOf = (table: Table) => JSON.stringify(table.toArray().map((row) => row?.toJSON()), (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
 const codeOf = (run: () => unknown) => {
@@ -90,19 +84,6 @@ function patchPair(bytes: Uint8Array, a: number, b: number, c: number): Uint8Arr
   return patched;
 }
 
-/** What a column's Data holds, in a form toEqual compares (as test/flat-loader.test.ts compares it). */
-function shapeOf(data: Data): unknown {
-  const array = (view: ArrayBufferView | undefined) => (view === undefined ? undefined : { kind: view.constructor.name, items: Array.from(view as unknown as ArrayLike<unknown>) });
-  return {
-    type: String(data.type),
-    length: data.length,
-    nullCount: data.nullCount,
-    values: array(data.values as ArrayBufferView | undefined),
-    valueOffsets: array(data.valueOffsets as ArrayBufferView | undefined),
-    nullBitmap: array(data.nullBitmap as ArrayBufferView | undefined),
-  };
-}
-
 // ---------------------------------------------------------------------------------------------------------------------
 // the flat loader: the Data arrow-js's own loader makes, for streams other writers may send
 // ---------------------------------------------------------------------------------------------------------------------
@@ -113,9 +94,9 @@ describe('flat columns read from streams arrow-js does not write itself, as arro
     const stream = tableToIPC(new Table({ k: vectorFromArray(values, new Int32()) }), 'stream');
     // the column's FieldNode {length 37, null_count 13} says 0 nulls; its 8-byte validity buffer stays
     const patched = patchPair(stream, 37, 13, 0);
-    const [ours] = await batchesOf(patched);
+    const [ours] = await readBatches(patched);
     const theirs = tableFromIPC(patched).batches[0]!;
-    expect(shapeOf(ours!.data.children[0]!)).toEqual(shapeOf(theirs.data.children[0]!));
+    expect(dataShapeOf(ours!.data.children[0]!)).toEqual(dataShapeOf(theirs.data.children[0]!));
     expect((ours!.data.children[0]!.nullBitmap as Uint8Array).byteLength).toBe(0);
   });
 
@@ -123,9 +104,9 @@ describe('flat columns read from streams arrow-js does not write itself, as arro
     const stream = tableToIPC(new Table({ k: vectorFromArray(Array.from({ length: 37 }, (_, i) => i), new Int32()) }), 'stream');
     // arrow-js writes the values Buffer {offset 0, length 152} (37 x 4, padded to 8); made 150 bytes long, 37.5 values
     const patched = patchPair(stream, 0, 152, 150);
-    const [ours] = await batchesOf(patched);
+    const [ours] = await readBatches(patched);
     const theirs = tableFromIPC(patched).batches[0]!;
-    expect(shapeOf(ours!.data.children[0]!)).toEqual(shapeOf(theirs.data.children[0]!));
+    expect(dataShapeOf(ours!.data.children[0]!)).toEqual(dataShapeOf(theirs.data.children[0]!));
     expect((ours!.data.children[0]!.values as Int32Array).length).toBe(37);
   });
 });
@@ -280,7 +261,7 @@ test('the schema cache hands out the schema of the bytes it was last given: stre
   const stream = (name: string) => tableToIPC(new Table({ [name]: vectorFromArray([1], new Int32()) }), 'stream');
   const names: string[] = [];
   for (const name of ['v', 'w', 'w']) {
-    const [batch] = await batchesOf(stream(name), cache);
+    const [batch] = await readBatches(stream(name), cache);
     names.push(batch!.schema.fields[0]!.name);
   }
   expect(names).toEqual(['v', 'w', 'w']);

@@ -29,7 +29,6 @@ import {
   Uint16,
   Utf8,
   vectorFromArray,
-  type Data,
   type DataType,
 } from 'apache-arrow';
 import { CompressionType } from 'apache-arrow/fb/compression-type';
@@ -43,8 +42,8 @@ import { afterEach, describe, expect, test, vi } from 'vitest';
 import { codecByArrowType, codecByName, knownCodecByArrowType } from '../src/format/codec.js';
 import { ShuffleError } from '../src/errors.js';
 import { flatKindsOf, loadFlatColumns } from '../src/format/flat-loader.js';
-import { readIpcStream } from '../src/format/ipc-reader.js';
 import { SchemaMessageCache, type DecodedSchemaMessage } from '../src/format/schema-message-cache.js';
+import { dataShapeOf, readBatches } from './support/ipc-batches.js';
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -55,25 +54,6 @@ afterEach(() => {
   vi.doUnmock('lz4-napi');
   vi.resetModules();
 });
-
-async function batchesOf(stream: Uint8Array): Promise<RecordBatch[]> {
-  const batches: RecordBatch[] = [];
-  for await (const batch of readIpcStream(stream)) batches.push(batch);
-  return batches;
-}
-
-/** What a column's Data holds, in a form toEqual compares (as test/flat-loader.test.ts compares it). */
-function shapeOf(data: Data): unknown {
-  const array = (view: ArrayBufferView | undefined) => (view === undefined ? undefined : { kind: view.constructor.name, items: Array.from(view as unknown as ArrayLike<unknown>) });
-  return {
-    type: String(data.type),
-    length: data.length,
-    nullCount: data.nullCount,
-    values: array(data.values as ArrayBufferView | undefined),
-    valueOffsets: array(data.valueOffsets as ArrayBufferView | undefined),
-    nullBitmap: array(data.nullBitmap as ArrayBufferView | undefined),
-  };
-}
 
 /** `bytes` as a Node Buffer over the same memory (as files are read): 8-aligned, so the reader views it in place. */
 const asBuffer = (bytes: Uint8Array): Buffer => {
@@ -92,7 +72,7 @@ describe('flat columns, as arrow-js loads them', () => {
       b: vectorFromArray([null, 6, null, 8], new Int32()),
       c: vectorFromArray(['x', null, 'z', null], new Utf8()),
     });
-    const [batch] = await batchesOf(tableToIPC(table, 'stream'));
+    const [batch] = await readBatches(tableToIPC(table, 'stream'));
     expect(batch!.toArray().map((row) => row.toJSON())).toEqual(table.toArray().map((row) => row.toJSON()));
     expect(batch!.data.children.map((child) => child.nullCount)).toEqual([0, 2, 2]);
   });
@@ -104,7 +84,7 @@ describe('flat columns, as arrow-js loads them', () => {
     });
     const ids = table.schema.fields.map((field) => (field.type as Dictionary).id);
     expect(new Set(ids).size).toBe(2);
-    const [batch] = await batchesOf(tableToIPC(table, 'stream'));
+    const [batch] = await readBatches(tableToIPC(table, 'stream'));
     expect(batch!.getChild('colour')!.toArray()).toEqual(['red', 'blue', 'red']);
     expect(batch!.getChild('shape')!.toArray()).toEqual(['square', 'circle', 'circle']);
   });
@@ -117,9 +97,9 @@ describe('flat columns, as arrow-js loads them', () => {
     const values = ['a', 'b', null, 'c', 'a', 'b', 'c', 'a', null];
     const table = new Table({ d: vectorFromArray(values, new Dictionary(new Utf8(), indexType() as Int8)) });
     const stream = tableToIPC(table, 'stream');
-    const [ours] = await batchesOf(stream);
+    const [ours] = await readBatches(stream);
     const theirs = tableFromIPC(stream).batches[0]!;
-    expect(shapeOf(ours!.data.children[0]!)).toEqual(shapeOf(theirs.data.children[0]!));
+    expect(dataShapeOf(ours!.data.children[0]!)).toEqual(dataShapeOf(theirs.data.children[0]!));
     expect(ours!.getChild('d')!.toArray()).toEqual(values);
   });
 
@@ -129,7 +109,7 @@ describe('flat columns, as arrow-js loads them', () => {
     const [ours, ...rest] = loadFlatColumns([type], flatKindsOf([type])!, [{ length: 2, nullCount: 0 }, { length: 5, nullCount: 1 }], [new Uint8Array(0), values], new Map());
     const theirs = new VectorLoader(values, [new FieldNode(2, 0), new FieldNode(5, 1)], [new BufferRegion(0, 0), new BufferRegion(0, 8)], new Map()).visit(type);
     expect(rest).toEqual([]);
-    expect(shapeOf(ours!)).toEqual(shapeOf(theirs));
+    expect(dataShapeOf(ours!)).toEqual(dataShapeOf(theirs));
   });
 
   test('a stream read from a Node Buffer gives columns of plain typed arrays, as arrow-js gives them (not Buffer views)', async () => {
@@ -138,9 +118,9 @@ describe('flat columns, as arrow-js loads them', () => {
       s: vectorFromArray(['one', null, 'three', 'four', null], new Utf8()),
     });
     const bytes = asBuffer(tableToIPC(table, 'stream'));
-    const [ours] = await batchesOf(bytes);
+    const [ours] = await readBatches(bytes);
     const theirs = tableFromIPC(bytes).batches[0]!;
-    ours!.data.children.forEach((child, c) => expect(shapeOf(child)).toEqual(shapeOf(theirs.data.children[c]!)));
+    ours!.data.children.forEach((child, c) => expect(dataShapeOf(child)).toEqual(dataShapeOf(theirs.data.children[c]!)));
     for (const child of ours!.data.children) {
       for (const array of [child.values, child.valueOffsets, child.nullBitmap]) {
         if (array !== undefined) expect(Buffer.isBuffer(array)).toBe(false);
@@ -168,7 +148,7 @@ test('fields named "" keep their names at any depth and in any position: a struc
   const batch = new RecordBatch(new Schema(fields), makeData({ type: new Struct(fields), length: 2, children }));
   expect(namesOf(batch.schema.fields)).toEqual(['o', '', 'x', '', '']);
 
-  const [read] = await batchesOf(tableToIPC(new Table([batch]), 'stream'));
+  const [read] = await readBatches(tableToIPC(new Table([batch]), 'stream'));
   expect(namesOf(read!.schema.fields)).toEqual(['o', '', 'x', '', '']);
 });
 

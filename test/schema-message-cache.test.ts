@@ -8,11 +8,11 @@ import { describe, expect, test } from 'vitest';
 import { Field, Int32, makeData, RecordBatch, Schema, SparseUnion, Struct, Table, Union, Utf8, vectorFromArray, type DataType } from 'apache-arrow';
 import { UnionMode } from 'apache-arrow/enum';
 import { encodeSchemaMessage } from '../src/format/ipc-message.js';
-import { readIpcStream } from '../src/format/ipc-reader.js';
 import { SchemaMessageCache } from '../src/format/schema-message-cache.js';
 import { tableToIpcStream } from '../src/format/table-to-ipc.js';
 import { ShuffleReader } from '../src/reader/shuffle-reader.js';
 import { outputOf, streamPieces } from './support/piecewise-output.js';
+import { readBatches } from './support/ipc-batches.js';
 
 const int32Table = (name: string, values: number[]) => new Table({ [name]: vectorFromArray(values, new Int32()) });
 
@@ -20,13 +20,6 @@ async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];
   for await (const item of items) out.push(item);
   return out;
-}
-
-/** The batches of one stream read through `cache`. */
-async function batchesOf(stream: Uint8Array, cache: SchemaMessageCache): Promise<RecordBatch[]> {
-  const batches: RecordBatch[] = [];
-  for await (const batch of readIpcStream(stream, {}, {}, cache)) batches.push(batch);
-  return batches;
 }
 
 /** A stream of one batch of a sparse union column with type ids 0 and 1 (the schema holds them as an int32 vector). */
@@ -70,7 +63,7 @@ describe('what the cache hands out', () => {
     const [v, w] = [tableToIpcStream(int32Table('v', [1])), tableToIpcStream(int32Table('w', [2]))];
     expect(v.byteLength).toBe(w.byteLength); // the same length: only the name's byte tells them apart
     for (const [stream, name] of [[v, 'v'], [w, 'w'], [v, 'v']] as const) {
-      const [batch] = await batchesOf(stream, cache);
+      const [batch] = await readBatches(stream, cache);
       expect(batch!.schema.fields.map((f) => f.name)).toEqual([name]);
     }
   });
@@ -78,11 +71,11 @@ describe('what the cache hands out', () => {
   test('views none of the stream: overwriting it after the read leaves the union\'s type ids as they were', async () => {
     const cache = new SchemaMessageCache();
     const stream = unionStream();
-    const [batch] = await batchesOf(stream, cache);
+    const [batch] = await readBatches(stream, cache);
     stream.fill(0x7f);
     expect([...(batch!.schema.fields[0]!.type as Union).typeIds]).toEqual([0, 1]);
     // and it serves the next stream with the same schema message
-    const [again] = await batchesOf(unionStream(), cache);
+    const [again] = await readBatches(unionStream(), cache);
     expect(again!.schema.fields[0]!.type).toBe(batch!.schema.fields[0]!.type);
     expect([...again!.getChildAt(0)!]).toEqual([1, 5, 3]);
   });
@@ -92,7 +85,7 @@ describe('what the cache hands out', () => {
     const repeated: DataType = new Union(UnionMode.Sparse, [3, 3], [new Field('a', new Int32(), true), new Field('b', new Utf8(), true)]);
     const stream = encodeSchemaMessage(new Schema([new Field('u', repeated, true)]));
     for (let read = 0; read < 2; read++) {
-      await expect(batchesOf(stream, cache)).rejects.toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('a union with type ids 3, 3') });
+      await expect(readBatches(stream, cache)).rejects.toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('a union with type ids 3, 3') });
     }
   });
 

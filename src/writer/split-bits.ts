@@ -69,13 +69,10 @@ export function countZeroBits(bitmap: Uint8Array, bits: number): number {
   return bits - ones;
 }
 
-/** Number of 0 bits among bits [offset, offset + bits) of a bitmap: bit by bit up to a whole byte, then bytes, then bits. */
+/** Number of 0 bits among bits [offset, offset + bits) of a bitmap: the bits up to a whole byte one by one, then countZeroBits. */
 export function countZeroBitsAt(bitmap: Uint8Array, offset: number, bits: number): number {
-  const end = offset + bits;
-  let ones = 0;
-  let bit = offset;
-  for (; bit < end && (bit & 7) !== 0; bit++) ones += (bitmap[bit >>> 3]! >>> (bit & 7)) & 1;
-  for (; bit + 8 <= end; bit += 8) ones += POPCOUNT[bitmap[bit >>> 3]!]!;
-  for (; bit < end; bit++) ones += (bitmap[bit >>> 3]! >>> (bit & 7)) & 1;
-  return bits - ones;
+  const head = Math.min(bits, (8 - (offset & 7)) & 7);
+  let zeros = 0;
+  for (let bit = offset; bit < offset + head; bit++) zeros += 1 - ((bitmap[bit >>> 3]! >>> (bit & 7)) & 1);
+  return zeros + countZeroBits(bitmap.subarray((offset + head) >>> 3), bits - head);
 }
