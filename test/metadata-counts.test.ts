@@ -61,6 +61,7 @@ const childField = (bb: ByteBuffer) => schemaOf(bb).fields(0)!.children(0) as un
 const MESSAGE_CUSTOM_METADATA = 12;
 const SCHEMA_FIELDS = 6;
 const SCHEMA_CUSTOM_METADATA = 8;
+const FIELD_TYPE_TYPE = 8;
 const FIELD_CHILDREN = 14;
 const FIELD_CUSTOM_METADATA = 16;
 const FOOTER_DICTIONARIES = 8;
@@ -107,6 +108,24 @@ describe('a schema message', () => {
     const long = entryAt(0);
     for (let i = 1; i < 64; i++) bb.writeInt32(vector + 4 * i, long - (vector + 4 * i));
     expect(metadataCountProblem(copy)).toMatch(/^names and custom metadata add up to more than 4 x the \d+ bytes of metadata$/);
+  });
+
+  test.each([
+    ['a top-level field', structField],
+    ['a nested field', childField],
+  ])('%s of type NONE (a damaged or absent type) is refused: arrow-js would read it as a Null column', (_, locate) => {
+    const copy = schemaMessage().slice();
+    const bb = new ByteBuffer(copy);
+    const field = locate(bb);
+    const typeType = field.bb_pos + bb.__offset(field.bb_pos, FIELD_TYPE_TYPE);
+    expect(bb.readUint8(typeType)).toBeGreaterThan(0); // Struct, Int
+    bb.writeUint8(typeType, 0);
+    expect(metadataCountProblem(copy)).toBe('a field has type NONE (no type)');
+    const stream = new Uint8Array(8 + copy.byteLength);
+    new DataView(stream.buffer).setInt32(0, -1, true);
+    new DataView(stream.buffer).setInt32(4, copy.byteLength, true);
+    stream.set(copy, 8);
+    expect(() => readIpcSchema(stream, { file: 'x.data' })).toThrow(expect.objectContaining({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('type NONE') }));
   });
 
   test("a string whose length runs past the metadata is unreadable", () => {

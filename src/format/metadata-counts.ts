@@ -7,6 +7,7 @@ import { Message as FbMessage } from 'apache-arrow/fb/message';
 import { MessageHeader as FbMessageHeader } from 'apache-arrow/fb/message-header';
 import { RecordBatch as FbRecordBatch } from 'apache-arrow/fb/record-batch';
 import { Schema as FbSchema } from 'apache-arrow/fb/schema';
+import { Type as FbType } from 'apache-arrow/fb/type';
 import { retainShapes } from './retained-shapes.js';
 
 /**
@@ -32,6 +33,10 @@ import { retainShapes } from './retained-shapes.js';
  * overlap or repeat; the totals bound what decoding them costs to a small
  * multiple of the metadata's size (strings: 4 x, leaving room for a writer
  * that shares equal strings).
+ *
+ * The walk over a schema's fields also refuses a field of type NONE (the
+ * flatbuffers union's "no type", what a damaged or absent type reads as):
+ * arrow-js decodes it as Null, where Arrow C++ and flechette refuse it.
  *
  * Returns why the counts cannot be right, or null.
  */
@@ -110,6 +115,7 @@ class DecodeBudget {
   private field(field: FbField | null, depth: number): string | null {
     if (field === null) return null;
     if (depth > MAX_DEPTH) return `fields nest deeper than ${MAX_DEPTH}`;
+    if (field.typeType() === FbType.NONE) return `a field has type NONE (no type)`;
     if (!this.takeString(field.bb!, field.bb_pos, FIELD_NAME)) return this.stringProblem();
     const children = field.childrenLength();
     if (!this.takeOffsets(children)) return `a field claims ${children} children: more fields than ${this.size} bytes of metadata hold`;
