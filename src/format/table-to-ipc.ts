@@ -53,7 +53,7 @@ export function tableToIpcStream(data: Table | RecordBatch): Uint8Array {
     const struct = withDisjointBuffers(writable(batch.data as Data, dictionaries));
     return struct === batch.data ? batch : new RecordBatch(batch.schema, struct as Data<Struct>);
   });
-  // (a Table rebuilt from no batches would get an empty batch arrow-js cannot write: keep the table when nothing changed)
+  // (the table itself when no batch changed: nothing is rebuilt for the common case)
   return tableToIPC(batches.every((batch, i) => batch === table.batches[i]) ? table : new Table(table.schema, batches), 'stream');
 }
 
