@@ -18,7 +18,7 @@ import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { bytes, describeSchema, roundMs } from '../src/cli/context.js';
 import { openArrowInput } from '../src/cli/input.js';
 import { render } from '../src/cli/progress.js';
-import { encodeSchemaMessage } from '../src/format/ipc-message.js';
+import { encodeRecordBatchMessage, encodeSchemaMessage, END_OF_STREAM } from '../src/format/ipc-message.js';
 import { crc32cOf, encodeChecksums, encodeIndex, outputPaths } from '../src/format/output-files.js';
 import { ShuffleReader } from '../src/reader/shuffle-reader.js';
 import { MAX_STAGING_BYTES } from '../src/writer/input-staging.js';
@@ -287,6 +287,18 @@ describe('inspect', () => {
     const text = (await cli(['inspect', join(dir, 'empty')])).stdout;
     expect(text).toMatch(/^writer {10}\(none: every partition is empty\)$/m);
     expect(text).toMatch(/^partitions {6}2 \(2 empty\), checksums verified$/m);
+  });
+
+  test('a partition whose stream holds only a batch of no rows counts as empty: empty means no rows', async () => {
+    const schema = new Schema([new Field('id', new Int64(), false)]);
+    const batch = await encodeRecordBatchMessage(0, [{ length: 0, nullCount: 0 }], [new Uint8Array(0), new Uint8Array(0)], null);
+    const stream = new Uint8Array(Buffer.concat([encodeSchemaMessage(schema), ...batch.chunks, END_OF_STREAM]));
+    const paths = outputPaths(join(dir, 'no-rows'));
+    await writeFile(paths.data, stream);
+    await writeFile(paths.index, encodeIndex([stream.byteLength]));
+    await writeFile(paths.checksum, encodeChecksums([crc32cOf([stream])]));
+    expect(jsonOf(await cli(['inspect', join(dir, 'no-rows'), '--json']))).toMatchObject({ writer: 'hash', partitionBatches: [1], partitionRows: [0] });
+    expect((await cli(['inspect', join(dir, 'no-rows')])).stdout).toMatch(/^partitions {6}1 \(1 empty\), checksums verified$/m);
   });
 
   test('an interrupted inspect stops before its first partition: exit 130', async () => {

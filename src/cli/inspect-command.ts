@@ -69,7 +69,8 @@ export async function inspectCommand(args: string[], ctx: CliContext): Promise<n
     });
     return EXIT_OK;
   }
-  const empty = summaries.filter((s) => s.batches === 0).length;
+  // (empty: no rows; another writer's stream may hold batches of none)
+  const empty = summaries.filter((s) => s.rows === 0).length;
   writeLine(ctx.stdout, `shuffle output  ${prefix} (.data, .index, .checksum.CRC32C)`);
   writeLine(ctx.stdout, `writer          ${writer === null ? '(none: every partition is empty)' : writer === 'hash' ? 'hash (columnar: Arrow IPC streams)' : writer === 'sort' ? 'sort (row blocks)' : 'mixed (hash and sort partitions)'}`);
   writeLine(ctx.stdout, `schema          ${schema === null ? '(none: every partition is empty)' : describeSchema(schema)}`);
