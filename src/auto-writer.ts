@@ -12,7 +12,7 @@ import type { AnyShuffleWriter, WriterKind } from './writer-kind.js';
  * From this many partitions on, `auto` picks the sort writer at once: Gluten's
  * spark.gluten.sql.columnar.shuffle.sort.partitions.threshold. Here the sort
  * writer overtook the columnar one end to end at about 1,100-3,820 partitions
- * on narrow and nested rows and 260-570 on wide ones, in thirty-four runs
+ * on narrow and nested rows and 260-570 on wide ones, in thirty-five runs
  * (bench/RESULTS.md); Gluten's figure is kept as the conservative choice.
  */
 export const SORT_PARTITIONS_THRESHOLD = 4000;
@@ -49,7 +49,9 @@ export const SORT_PARTITIONS_THRESHOLD = 4000;
  * 3.1x under 32; in the run after the sweeps of 2026-12-07 it led at both
  * (1.58 against 1.45, 0.38 against 0.34) and trailed 1.3x to 3.4x under 32;
  * in the run after the next sweeps it led at both (1.80 against 1.63, 0.44
- * against 0.34) and trailed 1.1x to 3.0x under 32.
+ * against 0.34) and trailed 1.1x to 3.0x under 32; in the run after sweeps 45
+ * and 46 (a slow spell) it led at both (1.82 against 1.79, 0.35 against 0.28)
+ * and trailed 1.4x to 3.1x under 32.
  */
 export const MIN_HASH_BUFFER_ROWS = 32;
 
