@@ -42,8 +42,6 @@ import {
 } from 'apache-arrow';
 import { describe, expect, test } from 'vitest';
 import type { FieldNodeInfo } from '../src/format/ipc-message.js';
-import { dataFromBuffers } from '../src/format/ipc-reader.js';
-import { BufferGrowth } from '../src/writer/buffer-growth.js';
 import { ColumnBuffer } from '../src/writer/column-buffer.js';
 import { columnLayoutOf } from '../src/writer/column-layout.js';
 import { columnIndex } from '../src/writer/column-index.js';
@@ -54,46 +52,12 @@ import { prepareSourceColumn } from '../src/writer/source-column.js';
 import { planSplit, ScratchSelections, ScratchShortage, withScratchMemory } from '../src/writer/split-plan.js';
 import { buildAny } from './support/nested.js';
 import { Rng } from './support/random.js';
-import { cellReader } from './support/rows.js';
+import { append, cells, held, ids, layoutOf, readBack } from './support/column-buffer-probes.js';
 
 // ---------------------------------------------------------------------------------------------------------------------
 // helpers: a column buffer filled through the documented protocol, read back through the library's reader
+// (test/support/column-buffer-probes.ts)
 // ---------------------------------------------------------------------------------------------------------------------
-
-const layoutOf = (type: DataType) => columnLayoutOf(new Field('value', type, true));
-const ids = (n: number) => Uint32Array.from({ length: n }, (_, i) => i);
-
-/** Bytes of the arrays a buffer (and its children) really holds: what the memory pool must have reserved for it. */
-function held(node: ColumnBuffer): number {
-  let bytes = (node.validity?.byteLength ?? 0) + node.values.byteLength + node.data.byteLength + node.unionOffsets.byteLength;
-  for (const child of node.children) bytes += held(child);
-  return bytes;
-}
-
-/** The canonical strings of rows [0, n) of `data` (arrow-js's buffers, read raw: test/support/rows.ts). */
-function cells(data: Data, n = data.length): string[] {
-  const read = cellReader(data);
-  return Array.from({ length: n }, (_, i) => read(i));
-}
-
-/** The first `rows` rows of `column`, snapshot as Arrow buffers and loaded by the library's IPC reader. */
-function readBack(column: ColumnBuffer, rows: number, type: DataType): string[] {
-  const nodes: FieldNodeInfo[] = [];
-  const buffers: Uint8Array[] = [];
-  column.snapshot(rows, nodes, buffers);
-  return cells(dataFromBuffers(type, nodes, buffers), rows);
-}
-
-/**
- * Appends all rows of `data` after row `filled` of `column` through the protocol append-rows.ts states
- * (plan, then the growth, then the split), with `capacity` rows; returns the growth for its byte counts.
- */
-function append(column: ColumnBuffer, data: Data, filled: number, capacity: number): BufferGrowth {
-  const plan = planAppend([prepareSourceColumn(data, column.layout)], [column], onePartition(ids(data.length), 0, data.length), filled, capacity, new ScratchSelections());
-  plan.growth.apply();
-  splitAppend(plan.plans, [column], filled);
-  return plan.growth;
-}
 
 const f = (name: string, type: DataType) => new Field(name, type, true);
 const i32 = () => new Int32();

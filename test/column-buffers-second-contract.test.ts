@@ -16,7 +16,6 @@ import {
   Binary,
   BinaryView,
   Bool,
-  Data,
   DateDay,
   DateMillisecond,
   Decimal,
@@ -61,20 +60,17 @@ import {
 import { describe, expect, test } from 'vitest';
 import { ShuffleError } from '../src/errors.js';
 import type { FieldNodeInfo } from '../src/format/ipc-message.js';
-import { dataFromBuffers } from '../src/format/ipc-reader.js';
 import { MemoryPool } from '../src/memory/memory-pool.js';
 import { appendAccounted, IdentityRows, onePartition, planAppend, splitAppend } from '../src/writer/append-rows.js';
 import { ColumnBuffer, grownDataCapacity, hasValidity, MAX_DATA_BYTES } from '../src/writer/column-buffer.js';
-import { childLayouts, columnLayoutOf, dictionaryLayouts, fixedBytesPerRow, isFlat, layoutOfType, type ColumnLayout } from '../src/writer/column-layout.js';
+import { childLayouts, dictionaryLayouts, fixedBytesPerRow, isFlat, layoutOfType, type ColumnLayout } from '../src/writer/column-layout.js';
 import { prepareSourceColumn } from '../src/writer/source-column.js';
 import { planSplit, ScratchSelections, ScratchShortage, withScratchMemory } from '../src/writer/split-plan.js';
 import { buildAny } from './support/nested.js';
 import { Rng } from './support/random.js';
-import { cellReader } from './support/rows.js';
+import { append, cells, held, ids, layoutOf, readBack } from './support/column-buffer-probes.js';
 
 const f = (name: string, type: DataType) => new Field(name, type, true);
-const layoutOf = (type: DataType) => columnLayoutOf(f('value', type));
-const ids = (n: number) => Uint32Array.from({ length: n }, (_, i) => i);
 
 /** The error code of a layout refused, 'accepted' when it is not. */
 function verdict(type: () => DataType): string {
@@ -84,34 +80,6 @@ function verdict(type: () => DataType): string {
   } catch (error) {
     return error instanceof ShuffleError ? error.code : `untyped ${String(error)}`;
   }
-}
-
-/** Bytes of the arrays a buffer (and its children) really holds: what the memory pool must have reserved for it. */
-function held(node: ColumnBuffer): number {
-  let bytes = (node.validity?.byteLength ?? 0) + node.values.byteLength + node.data.byteLength + node.unionOffsets.byteLength;
-  for (const child of node.children) bytes += held(child);
-  return bytes;
-}
-
-/** The canonical strings of rows [0, n) of `data` (arrow-js's buffers, read raw: test/support/rows.ts). */
-function cells(data: Data, n = data.length): string[] {
-  const read = cellReader(data);
-  return Array.from({ length: n }, (_, i) => read(i));
-}
-
-/** The first `rows` rows of `column`, snapshot as Arrow buffers and loaded by the library's IPC reader. */
-function readBack(column: ColumnBuffer, rows: number, type: DataType): string[] {
-  const nodes: FieldNodeInfo[] = [];
-  const buffers: Uint8Array[] = [];
-  column.snapshot(rows, nodes, buffers);
-  return cells(dataFromBuffers(type, nodes, buffers), rows);
-}
-
-/** Appends all rows of `data` after row `filled` of `column` through append-rows.ts's protocol (plan, growth, split). */
-function append(column: ColumnBuffer, data: Data, filled: number, capacity: number): void {
-  const plan = planAppend([prepareSourceColumn(data, column.layout)], [column], onePartition(ids(data.length), 0, data.length), filled, capacity, new ScratchSelections());
-  plan.growth.apply();
-  splitAppend(plan.plans, [column], filled);
 }
 
 // ---------------------------------------------------------------------------------------------------------------------

@@ -9,51 +9,16 @@
  * buffers that do not start 8-aligned are still read.
  */
 import { describe, expect, test, vi } from 'vitest';
-import { Dictionary, Field, FixedSizeBinary, FixedSizeList, Float64, Int32, Int64, List, makeData, RecordBatch, Schema, SparseUnion, Struct, Table, tableToIPC, Union, Utf8, vectorFromArray, type DataType } from 'apache-arrow';
+import { Dictionary, Field, FixedSizeBinary, FixedSizeList, Float64, Int32, Int64, List, makeData, RecordBatch, Schema, SparseUnion, Struct, Table, tableToIPC, Union, Utf8, vectorFromArray } from 'apache-arrow';
 import { UnionMode } from 'apache-arrow/enum';
 import { codecByName } from '../src/format/codec.js';
 import { STORE_RAW } from '../src/format/compression-advisor.js';
 import { encodeRecordBatchHeader, encodeRecordBatchMessage, encodeSchemaMessage, END_OF_STREAM, type FieldNodeInfo } from '../src/format/ipc-message.js';
-import { readIpcSchema, readIpcStream, summarizeIpcStreamAt, type IpcReadOptions } from '../src/format/ipc-reader.js';
-import type { ErrorLocation } from '../src/errors.js';
+import { readIpcSchema, readIpcStream, summarizeIpcStreamAt } from '../src/format/ipc-reader.js';
 import { tableToIpcStream } from '../src/format/table-to-ipc.js';
+import { concat, failure, INT32_SCHEMA, int32Batch, int32Bytes, readAll, recordedReads, schemaFailure } from './support/int32-streams.js';
 
-const schema = new Schema([new Field('v', new Int32(), false)]);
-
-const concat = (parts: readonly Uint8Array[]): Uint8Array => new Uint8Array(Buffer.concat(parts));
-const int32Bytes = (values: readonly number[]): Uint8Array => new Uint8Array(Int32Array.from(values).buffer);
-
-/** A record-batch message of one non-null int32 column. */
-async function int32Batch(values: readonly number[], codec: 'lz4' | 'zstd' | null = null): Promise<Uint8Array> {
-  const message = await encodeRecordBatchMessage(values.length, [{ length: values.length, nullCount: 0 }], [new Uint8Array(0), int32Bytes(values)], codec === null ? null : codecByName(codec));
-  return concat(message.chunks);
-}
-
-/** The rows of every batch, as arrays of the first column's values. */
-async function readAll(bytes: Uint8Array, where: ErrorLocation = {}, options: IpcReadOptions = {}): Promise<unknown[][]> {
-  const out: unknown[][] = [];
-  for await (const batch of readIpcStream(bytes, where, options)) out.push([...batch.getChildAt(0)!]);
-  return out;
-}
-
-async function failure(bytes: Uint8Array, where: ErrorLocation = {}, options: IpcReadOptions = {}): Promise<{ code: string; message: string; where: ErrorLocation }> {
-  try {
-    await readAll(bytes, where, options);
-  } catch (error) {
-    return error as { code: string; message: string; where: ErrorLocation };
-  }
-  throw new Error('the stream was read without an error');
-}
-
-/** What readIpcSchema throws for a schema of one nullable column of `type`, or null. */
-function schemaFailure(type: DataType): unknown {
-  try {
-    readIpcSchema(encodeSchemaMessage(new Schema([new Field('v', type, true)])));
-  } catch (error) {
-    return error;
-  }
-  return null;
-}
+const schema = INT32_SCHEMA;
 
 describe('where a stream may end', () => {
   test('without an end-of-stream marker, its last message may end on the last byte', async () => {
@@ -360,20 +325,10 @@ describe('several damaged buffers in one batch', () => {
 });
 
 describe('summarizeIpcStreamAt (what inspect says of a stream)', () => {
-  /** Reads of `bytes` that record what they read, each into memory of its own. */
-  const recorded = (bytes: Uint8Array) => {
-    const reads: [number, number][] = [];
-    const read = async (offset: number, length: number) => {
-      reads.push([offset, length]);
-      return bytes.slice(offset, offset + length);
-    };
-    return { read, reads };
-  };
-
   test('counts record batches and rows, names the first batch\'s codec, and reads frames and metadata only', async () => {
     const many = Array.from({ length: 10_000 }, (_, i) => i);
     const stream = concat([encodeSchemaMessage(schema), await int32Batch([1, 2, 3], 'zstd'), await int32Batch(many), END_OF_STREAM]);
-    const { read, reads } = recorded(stream);
+    const { read, reads } = recordedReads(stream);
     const summary = await summarizeIpcStreamAt(read, 0, stream.byteLength);
     expect(summary).toMatchObject({ codec: 'zstd', batches: 2, rows: 10_003 });
     expect(summary.schema?.fields.map((f) => f.name)).toEqual(['v']);
@@ -383,8 +338,8 @@ describe('summarizeIpcStreamAt (what inspect says of a stream)', () => {
 
   test('a stream of its schema alone has no codec and no batches; one that ends at once has no schema', async () => {
     const alone = concat([encodeSchemaMessage(schema), END_OF_STREAM]);
-    expect(await summarizeIpcStreamAt(recorded(alone).read, 0, alone.byteLength)).toMatchObject({ codec: null, batches: 0, rows: 0 });
-    expect(await summarizeIpcStreamAt(recorded(END_OF_STREAM).read, 0, END_OF_STREAM.byteLength)).toEqual({ schema: null, codec: null, batches: 0, rows: 0 });
+    expect(await summarizeIpcStreamAt(recordedReads(alone).read, 0, alone.byteLength)).toMatchObject({ codec: null, batches: 0, rows: 0 });
+    expect(await summarizeIpcStreamAt(recordedReads(END_OF_STREAM).read, 0, END_OF_STREAM.byteLength)).toEqual({ schema: null, codec: null, batches: 0, rows: 0 });
   });
 
   test.each([
@@ -399,7 +354,7 @@ describe('summarizeIpcStreamAt (what inspect says of a stream)', () => {
   ])('fails as a read of the stream fails, in the same words at the same offset: %s', async (_, make) => {
     const stream = await make();
     const where = { file: 'part.data', partition: 3, offset: 1000 };
-    const summarizing = await summarizeIpcStreamAt(recorded(stream).read, 0, stream.byteLength, where).then(() => null, (error: unknown) => error);
+    const summarizing = await summarizeIpcStreamAt(recordedReads(stream).read, 0, stream.byteLength, where).then(() => null, (error: unknown) => error);
     const reading = await failure(stream, where);
     expect(summarizing).toMatchObject({ code: 'CS_CORRUPT_DATA', message: reading.message, where: reading.where });
   });

@@ -8,45 +8,15 @@
  * compressed buffers, and what a borrowed body's batches keep.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { Field, FixedSizeList, Int, Int32, Map_, Schema, SparseUnion, Struct, Union, Dictionary, Utf8, type DataType } from 'apache-arrow';
+import { Field, FixedSizeList, Int, Int32, Map_, Schema, SparseUnion, Struct, Union, Dictionary, Utf8 } from 'apache-arrow';
 import { UnionMode } from 'apache-arrow/enum';
 import { codecByName } from '../src/format/codec.js';
 import { encodeRecordBatchHeader, encodeRecordBatchMessage, encodeSchemaMessage, END_OF_STREAM } from '../src/format/ipc-message.js';
-import { readIpcSchema, readIpcSchemaAt, readIpcStream, readIpcStreamAt, type IpcReadOptions } from '../src/format/ipc-reader.js';
+import { readIpcSchemaAt, readIpcStream, readIpcStreamAt } from '../src/format/ipc-reader.js';
 import { ShuffleError } from '../src/errors.js';
+import { concat, failure, INT32_SCHEMA, int32Batch, int32Bytes, readAll, recordedReads, schemaFailure } from './support/int32-streams.js';
 
-const schema = new Schema([new Field('v', new Int32(), false)]);
-const concat = (parts: readonly Uint8Array[]): Uint8Array => new Uint8Array(Buffer.concat(parts));
-const int32Bytes = (values: readonly number[]): Uint8Array => new Uint8Array(Int32Array.from(values).buffer);
-
-async function int32Batch(values: readonly number[], codec: 'lz4' | 'zstd' | null = null): Promise<Uint8Array> {
-  const message = await encodeRecordBatchMessage(values.length, [{ length: values.length, nullCount: 0 }], [new Uint8Array(0), int32Bytes(values)], codec === null ? null : codecByName(codec));
-  return concat(message.chunks);
-}
-
-async function readAll(bytes: Uint8Array, options: IpcReadOptions = {}): Promise<unknown[][]> {
-  const out: unknown[][] = [];
-  for await (const batch of readIpcStream(bytes, {}, options)) out.push([...batch.getChildAt(0)!]);
-  return out;
-}
-
-async function failure(bytes: Uint8Array, options: IpcReadOptions = {}): Promise<ShuffleError> {
-  try {
-    await readAll(bytes, options);
-  } catch (error) {
-    return error as ShuffleError;
-  }
-  throw new Error('the stream was read without an error');
-}
-
-function schemaFailure(type: DataType): unknown {
-  try {
-    readIpcSchema(encodeSchemaMessage(new Schema([new Field('v', type, true)])));
-  } catch (error) {
-    return error;
-  }
-  return null;
-}
+const schema = INT32_SCHEMA;
 
 /** A stream of one int32 column whose single batch is compressed with `codec`, its values-buffer prefix rewritten to `prefix`. */
 async function withPrefix(codec: 'lz4' | 'zstd', prefix: bigint): Promise<Uint8Array> {
@@ -133,14 +103,14 @@ describe('types the schema check refuses', () => {
 describe('maxBufferBytes', () => {
   it('0 is a limit: a batch of no rows reads, one of a row is refused', async () => {
     const empty = concat([encodeSchemaMessage(schema), await int32Batch([]), END_OF_STREAM]);
-    expect(await readAll(empty, { maxBufferBytes: 0 })).toEqual([[]]);
+    expect(await readAll(empty, {}, { maxBufferBytes: 0 })).toEqual([[]]);
     const one = concat([encodeSchemaMessage(schema), await int32Batch([1]), END_OF_STREAM]);
-    expect(await failure(one, { maxBufferBytes: 0 })).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('over the maxBufferBytes limit of 0') });
+    expect(await failure(one, {}, { maxBufferBytes: 0 })).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('over the maxBufferBytes limit of 0') });
   });
 
   it('an integer past 2^53 is refused as an argument', async () => {
     const bytes = concat([encodeSchemaMessage(schema), await int32Batch([1]), END_OF_STREAM]);
-    expect(await failure(bytes, { maxBufferBytes: 2 ** 60 })).toMatchObject({ code: 'CS_INVALID_ARGUMENT' });
+    expect(await failure(bytes, {}, { maxBufferBytes: 2 ** 60 })).toMatchObject({ code: 'CS_INVALID_ARGUMENT' });
   });
 
   it('by default a buffer claiming 2^31 bytes is over the limit of 2^31 - 1', async () => {
@@ -148,7 +118,7 @@ describe('maxBufferBytes', () => {
   });
 
   it('a compressed buffer claiming exactly the limit reads', async () => {
-    expect((await readAll(await withPrefix('lz4', 4096n), { maxBufferBytes: 4096 }))[0]).toHaveLength(1024);
+    expect((await readAll(await withPrefix('lz4', 4096n), {}, { maxBufferBytes: 4096 }))[0]).toHaveLength(1024);
   });
 
   it('the limit is on the sum of a batch\'s compressed buffers, not each alone', async () => {
@@ -156,8 +126,8 @@ describe('maxBufferBytes', () => {
     const zeros = new Uint8Array(4000);
     const message = await encodeRecordBatchMessage(1000, [{ length: 1000, nullCount: 0 }, { length: 1000, nullCount: 0 }], [new Uint8Array(0), zeros, new Uint8Array(0), zeros], codecByName('lz4'));
     const bytes = concat([encodeSchemaMessage(two), ...message.chunks, END_OF_STREAM]);
-    expect(await readAll(bytes, { maxBufferBytes: 8000 })).toHaveLength(1);
-    expect(await failure(bytes, { maxBufferBytes: 5000 })).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('buffer 3 claims 4000 bytes uncompressed, over the maxBufferBytes limit of 5000') });
+    expect(await readAll(bytes, {}, { maxBufferBytes: 8000 })).toHaveLength(1);
+    expect(await failure(bytes, {}, { maxBufferBytes: 5000 })).toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('buffer 3 claims 4000 bytes uncompressed, over the maxBufferBytes limit of 5000') });
   });
 });
 
@@ -211,18 +181,9 @@ describe('compressed buffers', () => {
 });
 
 describe('reads from a source', () => {
-  const recorded = (bytes: Uint8Array) => {
-    const reads: [number, number][] = [];
-    const read = async (offset: number, length: number) => {
-      reads.push([offset, length]);
-      return bytes.slice(offset, offset + length);
-    };
-    return { read, reads };
-  };
-
   it('readIpcStreamAt never asks its source for 0 bytes (a schema message has no body)', async () => {
     const stream = concat([encodeSchemaMessage(schema), await int32Batch([1, 2]), END_OF_STREAM]);
-    const { read, reads } = recorded(stream);
+    const { read, reads } = recordedReads(stream);
     const rows: unknown[] = [];
     for await (const batch of readIpcStreamAt(read, 0, stream.byteLength)) rows.push(...batch.getChildAt(0)!);
     expect(rows).toEqual([1, 2]);
@@ -232,7 +193,7 @@ describe('reads from a source', () => {
   it('readIpcSchemaAt of a stream that starts with a record batch fails without reading its body', async () => {
     const batch = await int32Batch(Array.from({ length: 1000 }, (_, i) => i));
     const stream = concat([batch, END_OF_STREAM]);
-    const { read, reads } = recorded(stream);
+    const { read, reads } = recordedReads(stream);
     await expect(readIpcSchemaAt(read, 0, stream.byteLength)).rejects.toMatchObject({ code: 'CS_CORRUPT_DATA', message: expect.stringContaining('does not start with a schema message') });
     expect(reads.reduce((sum, [, length]) => sum + length, 0)).toBeLessThan(1000);
   });
