@@ -24,6 +24,7 @@ import { tableToIpcStream } from '../src/format/table-to-ipc.js';
 import { ShuffleError, ShuffleReader, ShuffleWriter } from '../src/index.js';
 import { throughArrowRs } from './support/arrow-rs.js';
 import { batchOf, TYPE_CASES } from './support/columns.js';
+import { damaged } from './support/damage.js';
 import { buildAny, NESTED_KINDS, nestedType, type DictionaryContext } from './support/nested.js';
 import { commitOnePartition } from './support/one-partition-output.js';
 import { Rng } from './support/random.js';
@@ -57,31 +58,6 @@ async function partitionOf(rng: Rng, name: string): Promise<{ type: DataType; by
   } finally {
     await reader.close();
   }
-}
-
-/** `bytes` with one or two random changes; `what` says which. */
-function damaged(bytes: Uint8Array, rng: Rng): { bytes: Uint8Array; what: string } {
-  const out = bytes.slice();
-  const what: string[] = [];
-  for (let k = rng.int(1, 2); k > 0; k--) {
-    const at = rng.int(0, out.length - 1);
-    switch (rng.int(0, 2)) {
-      case 0:
-        out[at] = out[at]! ^ (1 << rng.int(0, 7));
-        what.push(`bit flipped at ${at}`);
-        break;
-      case 1:
-        out[at] = rng.int(0, 255);
-        what.push(`byte set at ${at}`);
-        break;
-      default: {
-        const aligned = at & ~3;
-        if (aligned + 4 <= out.length) new DataView(out.buffer).setInt32(aligned, rng.int(-2, 300), true);
-        what.push(`int32 set at ${aligned}`);
-      }
-    }
-  }
-  return { bytes: out, what: what.join(', ') };
 }
 
 /** Our reader's rows of `bytes` as the one partition of the output at `prefix` (replacing the one there), and those of its batches written as `read` writes them; or its ShuffleError. */

@@ -37,8 +37,8 @@ function ofLength(decoded: Uint8Array, prefix: number): Uint8Array {
 
 /** One canonical line per row: every value as JSON, bigints as "123n", typed arrays (bytes, lists) as arrays, maps as entry lists. */
 export function rowsOf(table: Table, without: string | null = null): string[] {
-  const names = table.schema.fields.map((f) => f.name).filter((name) => name !== without);
-  const columns = names.map((name) => table.getChild(name)!);
+  // by position: a field stored without a name (arrow-js's writer for "") has the name null here
+  const columns = table.schema.fields.flatMap((field, i) => (without !== null && field.name === without ? [] : [table.getChildAt(i)]));
   return Array.from({ length: table.numRows }, (_, i) => JSON.stringify(columns.map((column) => column.at(i)), canonical));
 }
 
