@@ -4,7 +4,7 @@ import { readIpcSchema, readIpcStream } from '../src/format/ipc-reader.js';
 import { codecByName } from '../src/format/codec.js';
 import { STORE_RAW } from '../src/format/compression-advisor.js';
 import { encodeRecordBatchMessage, encodeSchemaMessage, END_OF_STREAM } from '../src/format/ipc-message.js';
-import { BinaryView, Date_, Decimal, Dictionary, Field, Float, Float16, Int, Int32, Int64, Int8, Interval, Null, Precision, Schema, Struct, Time, Timestamp, TimeUnit, Union, Utf8, Utf8View, type DataType } from 'apache-arrow';
+import { BinaryView, Date_, Decimal, Dictionary, Field, Float, Float16, Int, Int32, Int64, Int8, Interval, List, Null, Precision, Schema, Struct, Time, Timestamp, TimeUnit, Union, Utf8, Utf8View, type DataType } from 'apache-arrow';
 import { DateUnit, IntervalUnit, MetadataVersion, UnionMode } from 'apache-arrow/enum';
 
 const schema = new Schema([new Field('v', new Int32(), false)]);
@@ -117,6 +117,33 @@ describe('readIpcStream refuses a null count the column cannot have', () => {
     const error = await failure(await streamOf(node, validity));
     expect(error.code).toBe('CS_CORRUPT_DATA');
     expect(error.message).toMatch(message);
+  });
+
+  // arrow-js takes a negative count as "unknown" and, skipping the bitmap, read every row as valid, where
+  // flechette reads the bitmap's nulls (found by differential-flechette: -4294967292 for 4 nulls)
+  test.each([
+    ['-1', -1],
+    ['-4294967292', -4294967292],
+  ])('a negative count (%s) with a bitmap is CS_CORRUPT_DATA, flat (the flat loader) and in a struct (arrow-js\'s loader)', async (_, nullCount) => {
+    const flat = await failure(await streamOf({ nullCount }, bitmap));
+    expect(flat.code).toBe('CS_CORRUPT_DATA');
+    expect(flat.message).toContain(`the field node of a column of type Int32 claims a null count of ${nullCount}`);
+    const column = [{ length: 4, nullCount: 0 }];
+    const message = await encodeRecordBatchMessage(4, [...column, { length: 4, nullCount: 0 }, { length: 4, nullCount }], [new Uint8Array(0), values, new Uint8Array(0), bitmap, values], null);
+    const nested = await failure(new Uint8Array(Buffer.concat([encodeSchemaMessage(nullable), ...message.chunks, END_OF_STREAM])));
+    expect(nested.code).toBe('CS_CORRUPT_DATA');
+    expect(nested.message).toContain(`the field node of a column of type Int32 claims a null count of ${nullCount}`);
+  });
+
+  test("a Null column's count of -1, which arrow-js's writer writes for a list's Null child, still reads", async () => {
+    const schema = new Schema([new Field('l', new List(new Field('n', new Null(), true)), true)]);
+    const offsets = new Uint8Array(Int32Array.of(0, 2, 3).buffer);
+    const message = await encodeRecordBatchMessage(2, [{ length: 2, nullCount: 0 }, { length: 3, nullCount: -1 }], [new Uint8Array(0), offsets], null);
+    const rows: unknown[] = [];
+    for await (const batch of readIpcStream(new Uint8Array(Buffer.concat([encodeSchemaMessage(schema), ...message.chunks, END_OF_STREAM])))) {
+      for (const list of batch.getChild('l')!) rows.push(list === null ? null : [...list]);
+    }
+    expect(rows).toEqual([[null, null], [null]]);
   });
 
   test('in a struct child too', async () => {

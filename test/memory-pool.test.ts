@@ -191,6 +191,23 @@ describe('MemoryPool reclaim protocol', () => {
     expect(pool.reserved).toBe(30);
   });
 
+  test('a requester whose own reclaim frees memory and then throws undefined fails all the same: what it throws is a failure whatever it is', async () => {
+    const pool = new MemoryPool(100);
+    const spiller = pool.register('spiller', {
+      reclaim: async () => {
+        spiller.shrink(60);
+        throw undefined;
+      },
+    });
+    spiller.tryGrow(90);
+    const outcome = await spiller.grow(50).then(
+      () => 'granted',
+      (thrown: unknown) => ({ thrown }),
+    );
+    expect(outcome).toEqual({ thrown: undefined });
+    expect(spiller.size).toBe(30);
+  });
+
   test('when nothing can be freed, grow fails with a MemoryLimitError that says who, how much and what remains', async () => {
     const pool = new MemoryPool(100);
     const holder = pool.register('ShuffleWriter[3]');

@@ -1,5 +1,6 @@
 import { Data, makeData, Vector, type DataType, type Dictionary } from 'apache-arrow';
 import { layoutOfType, type ColumnLayout } from '../writer/column-layout.js';
+import { negativeNullCount } from './node-count-loader.js';
 
 /**
  * How the IPC buffers of a column without children become arrow-js Data:
@@ -85,6 +86,7 @@ export function loadFlatColumns(
       columns.push(new Data(type, 0, length, length));
       continue;
     }
+    if (nullCount < 0) throw new Error(negativeNullCount(type, nullCount)); // (node-count-loader.ts)
     const validity = next();
     const nullBitmap = nullCount > 0 ? new Uint8Array(validity.buffer, validity.byteOffset, validity.byteLength) : new Uint8Array(0);
     switch (kind) {

@@ -1,5 +1,5 @@
-import type { BinaryView, Data, Utf8View } from 'apache-arrow';
-import type { FieldNode } from 'apache-arrow/ipc/metadata/message';
+import { DataType, type BinaryView, type Data, type Utf8View } from 'apache-arrow';
+import type { BufferRegion, FieldNode } from 'apache-arrow/ipc/metadata/message';
 import { CompressedVectorLoader } from 'apache-arrow/visitor/vectorloader';
 
 /**
@@ -13,8 +13,19 @@ import { CompressedVectorLoader } from 'apache-arrow/visitor/vectorloader';
  * claiming 2^38 nulls without a bitmap read as all valid here and as all null
  * in flechette. A count of 0 or less keeps arrow-js's reading (the bitmap
  * dropped, every row valid), as for the other types.
+ *
+ * And a column with a validity bitmap may not claim a negative null count:
+ * arrow-js takes it as "unknown" and, the bitmap skipped, reads every row as
+ * valid, where flechette reads the bitmap (found by differential-flechette:
+ * -4294967292 for a column with 4 nulls). arrow-js's own writer writes -1
+ * only for a Null column (no bitmap) and the unions over one, which keep it.
  */
 export class NodeCountLoader extends CompressedVectorLoader {
+  protected override readNullBitmap<T extends DataType>(type: T, nullCount: number, buffer?: BufferRegion): Uint8Array {
+    if (nullCount < 0 && !DataType.isUnion(type)) throw new Error(negativeNullCount(type, nullCount));
+    return super.readNullBitmap(type, nullCount, buffer); // (undefined: arrow-js's default, the next region)
+  }
+
   override visitUtf8View<T extends Utf8View>(type: T, node: FieldNode = this.nextFieldNode()): Data<T> {
     return withClaimedNullCount(super.visitUtf8View(type, node), node);
   }
@@ -26,4 +37,9 @@ export class NodeCountLoader extends CompressedVectorLoader {
 
 function withClaimedNullCount<T extends Utf8View | BinaryView>(data: Data<T>, node: FieldNode): Data<T> {
   return node.nullCount > 0 ? data.clone(data.type, data.offset, data.length, node.nullCount) : data;
+}
+
+/** Why a column's field node cannot be read: its null count is negative. */
+export function negativeNullCount(type: DataType, nullCount: number): string {
+  return `the field node of a column of type ${String(type)} claims a null count of ${nullCount}`;
 }

@@ -177,10 +177,11 @@ export class MemoryPool {
    * cause should the reservation fail in the end; the requester's own failure
    * is returned to be thrown as it is.
    */
-  async _reclaim(bytes: number, requester: MemoryReservation, want: number): Promise<{ granted: boolean; freed: number; errors: unknown[]; ownError: unknown }> {
+  async _reclaim(bytes: number, requester: MemoryReservation, want: number): Promise<{ granted: boolean; freed: number; errors: unknown[]; ownFailure: { thrown: unknown } | null }> {
     let freed = 0;
     const errors: unknown[] = [];
-    let ownError: unknown = undefined;
+    // boxed: a consumer may throw anything, `undefined` too, and that is a failure all the same
+    let ownFailure: { thrown: unknown } | null = null;
     const candidates = [...this.reservations]
       .filter((r) => r.reclaimable !== null && r.size > 0)
       .sort((a, b) => (a === requester ? 1 : 0) - (b === requester ? 1 : 0) || b.size - a.size);
@@ -196,7 +197,7 @@ export class MemoryPool {
         try {
           freed += await reclaiming;
         } catch (error) {
-          if (candidate === requester) ownError = error;
+          if (candidate === requester) ownFailure = { thrown: error };
           else errors.push(error);
         } finally {
           candidate.reclaiming = null;
@@ -204,9 +205,9 @@ export class MemoryPool {
       }
       // granted at once: asking the next candidate can take long (a spill on disk), and a consumer that
       // goes on working meanwhile would take back what this one freed (or what a reclaim waited for freed)
-      if (ownError === undefined && requester.tryGrow(want)) return { granted: true, freed, errors, ownError };
+      if (ownFailure === null && requester.tryGrow(want)) return { granted: true, freed, errors, ownFailure };
     }
-    return { granted: false, freed, errors, ownError };
+    return { granted: false, freed, errors, ownFailure };
   }
 }
 
@@ -275,7 +276,7 @@ export class MemoryReservation {
       const reservedBefore = this.pool.reserved;
       const releasedBefore = this.pool.releasedBytes;
       const result = await this.pool._reclaim(missing, this, bytes);
-      if (result.ownError !== undefined) throw result.ownError; // e.g. this consumer's own spill hit a full disk
+      if (result.ownFailure !== null) throw result.ownFailure.thrown; // e.g. this consumer's own spill hit a full disk
       if (result.granted) return;
       errors.push(...result.errors);
       if (this.tryGrow(bytes)) return;

@@ -93,7 +93,8 @@ interface TaskRun {
   terminating: boolean;
   /** set when an abort was asked for: a thread that does not answer in time is terminated */
   aborting: boolean;
-  inputError: unknown;
+  /** what the input threw, boxed: an input may throw anything, `undefined` too */
+  inputFailure: { thrown: unknown } | null;
   resolve(status: MapStatus): void;
   reject(error: Error): void;
   done: Promise<void>;
@@ -175,7 +176,7 @@ export class MapTaskPool {
       settled: false,
       terminating: false,
       aborting: false,
-      inputError: undefined,
+      inputFailure: null,
       resolve,
       reject,
       done: status.then(
@@ -267,7 +268,7 @@ export class MapTaskPool {
       if (!run.settled) this.post(pooled, { type: 'end' });
     } catch (error) {
       // the input failed (or was not an iterable of batches): the worker aborts its writer and answers `failed`
-      run.inputError = error;
+      run.inputFailure = { thrown: error };
       if (!run.settled) this.post(pooled, { type: 'abort' });
     } finally {
       try {
@@ -346,8 +347,9 @@ export class MapTaskPool {
 
   private failureOf(run: TaskRun, error: Error): Error {
     const where = idLocation(run.spec.id);
-    if (run.inputError !== undefined) {
-      return new ShuffleError('CS_MAP_TASK_FAILED', `the map task's input failed: ${messageOf(run.inputError)}`, where, { cause: run.inputError });
+    if (run.inputFailure !== null) {
+      const { thrown } = run.inputFailure;
+      return new ShuffleError('CS_MAP_TASK_FAILED', `the map task's input failed: ${messageOf(thrown)}`, where, { cause: thrown });
     }
     if (error instanceof ShuffleError) return atMapOutput(error, { shuffle: run.spec.id.shuffleId, map: run.spec.id.mapId, attempt: run.spec.id.attempt });
     return new ShuffleError('CS_MAP_TASK_FAILED', `the map task failed in its worker: ${error.message}`, where, { cause: error });
