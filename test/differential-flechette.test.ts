@@ -14,8 +14,9 @@
  *
  * A scratch version of it (400 partitions x 20) found that a view column's null count was never
  * checked and that a field of type NONE was read as a Null column; its first run of 300 partitions
- * (seed 777), that a negative null count on a column with a bitmap read every row as valid (all
- * fixed, 2026-12-07; pinned in ipc-reader-bounds.test.ts and metadata-counts.test.ts). DIFF_SEED
+ * (seed 777), that a negative null count on a column with a bitmap read every row as valid, and
+ * one of seed 778, that a nanosecond time of 32 bits was read as 32-bit values (all fixed,
+ * 2026-12-07; pinned in ipc-reader-bounds.test.ts and metadata-counts.test.ts). DIFF_SEED
  * and DIFF_CASES override the seed and the number of partitions.
  */
 import { Field, Int32, makeData, Schema, type DataType } from 'apache-arrow';

@@ -311,6 +311,7 @@ describe('readIpcSchema refuses types arrow-js cannot read, naming the field', (
     ['an interval of months, days and nanoseconds', new Interval(IntervalUnit.MONTH_DAY_NANO)],
     ['decimal256', new Decimal(3, 40, 256)],
     ['time in microseconds (64 bits)', new Time(TimeUnit.MICROSECOND, 64)],
+    ['time in seconds (32 bits)', new Time(TimeUnit.SECOND, 32)],
     ['a dictionary of strings indexed by int8', new Dictionary(new Utf8(), new Int8())],
   ])('%s reads', (_, type) => {
     expect(String(readIpcSchema(streamOf(type)).fields[0]!.type)).toBe(String(type));
@@ -320,6 +321,12 @@ describe('readIpcSchema refuses types arrow-js cannot read, naming the field', (
     ['an int of 128 bits', new Int(true, 128 as 64), 'field "v" has a bit width of 128'],
     ['an int of 1 bit', new Int(true, 1 as 8), 'field "v" has a bit width of 1'],
     ['a time of 16 bits', new Time(TimeUnit.SECOND, 16 as 32), 'field "v" has a bit width of 16'],
+    // (found by differential-flechette: a flipped bit dropped a nanosecond time's bitWidth, which then
+    // defaults to 32; arrow-js read 32-bit values, flechette, by the unit, 64-bit ones)
+    ['a time in nanoseconds of 32 bits', new Time(TimeUnit.NANOSECOND, 32), 'field "v" is a time of unit NANOSECOND in 32 bits'],
+    ['a time in microseconds of 32 bits', new Time(TimeUnit.MICROSECOND, 32), 'field "v" is a time of unit MICROSECOND in 32 bits'],
+    ['a time in seconds of 64 bits', new Time(TimeUnit.SECOND, 64 as 32), 'field "v" is a time of unit SECOND in 64 bits'],
+    ['a time in milliseconds of 64 bits', new Time(TimeUnit.MILLISECOND, 64 as 32), 'field "v" is a time of unit MILLISECOND in 64 bits'],
     ['a decimal of 16 bits', new Decimal(2, 4, 16), 'field "v" has a bit width of 16'],
     ['a float of precision 3 (Arrow has half, single and double: 0-2)', new Float(3 as Precision), 'field "v" has a floating point precision of 3'],
     ['a date of unit 5', new Date_(5 as DateUnit), 'field "v" has a unit of 5'],

@@ -178,6 +178,10 @@ function typeProblem(dataType: DataType): string | null {
   if (dataType.typeId === Type.Float && !FLOAT_PRECISIONS.includes(precision!)) return `has a floating point precision of ${precision}`;
   const units = UNITS[dataType.typeId];
   if (units !== undefined && !units.includes(unit!)) return `has a unit of ${unit}`;
+  // (arrow-js reads a nanosecond time of 32 bits as 32-bit values; flechette, by its unit, as 64-bit ones)
+  if (dataType.typeId === Type.Time && TIME_BIT_WIDTH[unit!] !== type.bitWidth) {
+    return `is a time of unit ${TimeUnit[unit!]} in ${type.bitWidth} bits (seconds and milliseconds take 32, micro- and nanoseconds 64)`;
+  }
   if (dataType.typeId === Type.Union && mode !== UnionMode.Sparse && mode !== UnionMode.Dense) return `is a union of mode ${mode}, neither sparse nor dense`;
   if (dataType.typeId === Type.Dictionary) {
     const { indices, dictionary } = dataType as DataType & { indices?: DataType; dictionary?: DataType };
@@ -223,6 +227,8 @@ const BIT_WIDTHS: Partial<Record<Type, readonly number[]>> = { [Type.Int]: INT_B
 const ANY_BIT_WIDTH: readonly number[] = [1, 8, 16, 32, 64, 128, 256];
 const FLOAT_PRECISIONS: readonly number[] = [Precision.HALF, Precision.SINGLE, Precision.DOUBLE];
 const TIME_UNITS: readonly number[] = [TimeUnit.SECOND, TimeUnit.MILLISECOND, TimeUnit.MICROSECOND, TimeUnit.NANOSECOND];
+/** The bit width of a time of each unit, as the format defines Time (Arrow C++ refuses any other) */
+const TIME_BIT_WIDTH: Record<number, number> = { [TimeUnit.SECOND]: 32, [TimeUnit.MILLISECOND]: 32, [TimeUnit.MICROSECOND]: 64, [TimeUnit.NANOSECOND]: 64 };
 /** The units each type has (arrow-js reads any other as one of them, and our layouts might not agree on which) */
 const UNITS: Partial<Record<Type, readonly number[]>> = {
   [Type.Date]: [DateUnit.DAY, DateUnit.MILLISECOND],
