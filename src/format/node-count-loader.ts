@@ -4,21 +4,19 @@ import { CompressedVectorLoader } from 'apache-arrow/visitor/vectorloader';
 
 /**
  * arrow-js's loader of a message's columns (the i-th buffer for the i-th
- * region), except that a view column (Utf8View, BinaryView) keeps the null
- * count its field node claims.
+ * region), keeping what it would lose of the field nodes' null counts:
  *
- * arrow-js's makeData ignores the count it is given for views and counts the
- * bitmap instead (or takes 0 without one), so validate-column.ts could not
- * compare the claim with the bitmap as it does for every other type: a view
- * claiming 2^38 nulls without a bitmap read as all valid here and as all null
- * in flechette. A count of 0 or less keeps arrow-js's reading (the bitmap
- * dropped, every row valid), as for the other types.
- *
- * And a column with a validity bitmap may not claim a negative null count:
- * arrow-js takes it as "unknown" and, the bitmap skipped, reads every row as
- * valid, where flechette reads the bitmap (found by differential-flechette:
- * -4294967292 for a column with 4 nulls). arrow-js's own writer writes -1
- * only for a Null column (no bitmap) and the unions over one, which keep it.
+ * - A view column (Utf8View, BinaryView) keeps the count its node claims.
+ *   arrow-js's makeData ignores it for views and counts the bitmap instead
+ *   (0 without one), so validate-column.ts could not compare the claim with
+ *   the bitmap as it does for every other type: a view claiming 2^38 nulls
+ *   without a bitmap read as all valid here and as all null in flechette. A
+ *   count of 0 keeps arrow-js's reading (the bitmap dropped, every row valid).
+ * - A column with a validity bitmap may not claim a negative count. arrow-js
+ *   takes it for "unknown" and, skipping the bitmap, reads every row as valid,
+ *   where flechette reads the bitmap (differential-flechette: -4294967292 for
+ *   a column with 4 nulls). arrow-js's own writer writes -1 only for a Null
+ *   column (no bitmap) and the unions over one, which keep reading.
  */
 export class NodeCountLoader extends CompressedVectorLoader {
   protected override readNullBitmap<T extends DataType>(type: T, nullCount: number, buffer?: BufferRegion): Uint8Array {
