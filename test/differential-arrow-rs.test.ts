@@ -100,7 +100,9 @@ test(`our reader and arrow-rs read ${CASES} x ${DAMAGES} damaged uncompressed pa
     for (let d = 0; d < DAMAGES; d++) {
       const { bytes: changed, what } = damaged(bytes, rng);
       const where = `${String(type)}, case ${c}, damage ${d} (${what})`;
-      const ours = await oursOf(changed, join(dir, 'damaged'));
+      const ours = await oursOf(changed, join(dir, 'damaged')).catch((error: unknown) => {
+        throw new Error(`${where}: ${String(error)}`, { cause: error });
+      });
       const theirs = arrowRsRows(changed);
       if (!(ours instanceof ShuffleError)) {
         expect(firstDifference(ours.handedOut, ours.rows, `read's output of ${where}`)).toBeNull();

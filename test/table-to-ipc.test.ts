@@ -10,10 +10,12 @@
  */
 import {
   BinaryView,
+  Date_,
   Dictionary,
   Field,
   Float64,
   Int32,
+  LargeList,
   List,
   Map_,
   MessageReader,
@@ -32,6 +34,9 @@ import {
   type Data,
 } from 'apache-arrow';
 import { describe, expect, test } from 'vitest';
+import { DateUnit } from 'apache-arrow/enum';
+import { encodeRecordBatchMessage, encodeSchemaMessage, END_OF_STREAM } from '../src/format/ipc-message.js';
+import { readIpcStream } from '../src/format/ipc-reader.js';
 import { tableToIpcStream } from '../src/format/table-to-ipc.js';
 import { writerSpecOf } from '../src/shuffle/worker-protocol.js';
 import { throughArrowRs } from './support/arrow-rs.js';
@@ -200,6 +205,18 @@ describe('buffers that overlap in memory', () => {
     expect([...back.getChild('v')!]).toEqual(expected);
     expect([...new Vector([column])]).toEqual(expected); // the batch itself is left as it was
   });
+});
+
+test("a dictionary column whose stream sent no dictionary, of a nested value type (arrow-js's empty list has no child Data), is written", async () => {
+  // found by differential-flechette (seed 781): a damaged schema made a column a dictionary of lists that no
+  // dictionary batch ever came for; our reader read its null rows, and `read` failed with a TypeError
+  const type = new Dictionary(new LargeList(new Field('item', new Date_(DateUnit.DAY), true)), new Int32(), 7);
+  const schema = new Schema([new Field('v', type, true)]);
+  const message = await encodeRecordBatchMessage(2, [{ length: 2, nullCount: 2 }], [new Uint8Array(1), new Uint8Array(8)], null);
+  const batches: RecordBatch[] = [];
+  for await (const batch of readIpcStream(new Uint8Array(Buffer.concat([encodeSchemaMessage(schema), ...message.chunks, END_OF_STREAM])))) batches.push(batch);
+  const back = tableFromIPC(tableToIpcStream(batches[0]!));
+  expect([...back.getChild('v')!]).toEqual([null, null]);
 });
 
 test('a table without sliced views is written exactly as arrow-js writes it', () => {

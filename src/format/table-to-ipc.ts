@@ -1,4 +1,4 @@
-import { Data, RecordBatch, Table, tableToIPC, Type, UnionMode, Vector, type DataType, type Struct, type Union } from 'apache-arrow';
+import { Data, RecordBatch, Table, tableToIPC, Type, UnionMode, Vector, vectorFromArray, type DataType, type Struct, type Union } from 'apache-arrow';
 import { truncateBitmap } from 'apache-arrow/util/bit';
 import { ShuffleError } from '../errors.js';
 import { MAX_INLINE_BYTES, VIEW_BYTES, viewValueOf, type ViewValue } from './binary-view.js';
@@ -62,7 +62,7 @@ export function tableToIpcStream(data: Table | RecordBatch): Uint8Array {
  * given a bitmap of zeros (see tableToIpcStream); `data` itself when nothing needs it.
  */
 function writable(data: Data, dictionaries: Map<Vector, Vector>): Data {
-  if (data.length === 0) return data; // arrow-js writes empty buffers for it (its own empty columns are not all whole Data)
+  if (data.length === 0) return wholeEmpty(data); // arrow-js writes empty buffers for it
   const type = data.type as DataType;
   if (type.typeId === Type.Null) {
     // (a bitmap with a bit set, which no reader makes, would give arrow-js's slices fewer nulls than rows)
@@ -154,4 +154,23 @@ function isListWithOffsets(type: DataType): boolean {
 /** Whether a view column is in `type`'s tree (not counting dictionaries, whose values are written on their own). */
 function containsView(type: DataType): boolean {
   return isView(type) || (type.children ?? []).some((field) => containsView(field.type as DataType));
+}
+
+/**
+ * An empty column as arrow-js's writer needs it. arrow-js's own empty columns
+ * (makeData of a type alone: the dictionary our reader gives a dictionary
+ * column no dictionary batch came for) have no child Data, and its writer
+ * fails on them with a TypeError (a damaged schema made a column a dictionary
+ * of lists; found by differential-flechette). A builder's empty column has
+ * every level.
+ */
+function wholeEmpty(data: Data): Data {
+  return hasEveryChild(data) ? data : (vectorFromArray([], data.type as DataType).data[0] ?? data);
+}
+
+function hasEveryChild(data: Data): boolean {
+  const type = data.type as DataType;
+  if (type.typeId === Type.Dictionary) return true; // (its values are its dictionary, made whole on their own)
+  const children = (data.children ?? []) as (Data | undefined)[];
+  return children.length >= (type.children?.length ?? 0) && children.every((child) => child !== undefined && child !== null && hasEveryChild(child));
 }
