@@ -24,7 +24,7 @@ import { tableToIpcStream } from '../src/format/table-to-ipc.js';
 import { ShuffleError, ShuffleReader, ShuffleWriter } from '../src/index.js';
 import { throughArrowRs } from './support/arrow-rs.js';
 import { batchOf, TYPE_CASES } from './support/columns.js';
-import { damaged } from './support/damage.js';
+import { forEachDamagedPartition } from './support/damage.js';
 import { buildAny, NESTED_KINDS, nestedType, type DictionaryContext } from './support/nested.js';
 import { commitOnePartition } from './support/one-partition-output.js';
 import { Rng } from './support/random.js';
@@ -94,24 +94,16 @@ function arrowRsRows(bytes: Uint8Array): string[] | null {
 
 test(`our reader and arrow-rs read ${CASES} x ${DAMAGES} damaged uncompressed partitions alike, and what ours reads, read hands out (seed ${SEED})`, async () => {
   const tally = { bothRead: 0, oursOnly: 0, arrowRsOnly: 0, neither: 0 };
-  for (let c = 0; c < CASES; c++) {
-    const rng = new Rng(SEED * 7919 + c);
-    const { type, bytes } = await partitionOf(rng, `base-${c}`);
-    for (let d = 0; d < DAMAGES; d++) {
-      const { bytes: changed, what } = damaged(bytes, rng);
-      const where = `${String(type)}, case ${c}, damage ${d} (${what})`;
-      const ours = await oursOf(changed, join(dir, 'damaged')).catch((error: unknown) => {
-        throw new Error(`${where}: ${String(error)}`, { cause: error });
-      });
-      const theirs = arrowRsRows(changed);
-      if (!(ours instanceof ShuffleError)) {
-        expect(firstDifference(ours.handedOut, ours.rows, `read's output of ${where}`)).toBeNull();
-        if (theirs !== null) expect(firstDifference(ours.rows, theirs, `our reader against arrow-rs, ${where}`)).toBeNull();
-      }
-      const key = ours instanceof ShuffleError ? (theirs === null ? 'neither' : 'arrowRsOnly') : theirs === null ? 'oursOnly' : 'bothRead';
-      tally[key]++;
+  await forEachDamagedPartition(CASES, DAMAGES, (c) => new Rng(SEED * 7919 + c), partitionOf, async (changed) => {
+    const ours = await oursOf(changed, join(dir, 'damaged'));
+    const theirs = arrowRsRows(changed);
+    if (!(ours instanceof ShuffleError)) {
+      expect(firstDifference(ours.handedOut, ours.rows, "read's output")).toBeNull();
+      if (theirs !== null) expect(firstDifference(ours.rows, theirs, 'our reader against arrow-rs')).toBeNull();
     }
-  }
+    const key = ours instanceof ShuffleError ? (theirs === null ? 'neither' : 'arrowRsOnly') : theirs === null ? 'oursOnly' : 'bothRead';
+    tally[key]++;
+  });
   console.log(`differential-arrow-rs (seed ${SEED}): ${JSON.stringify(tally)}`);
   expect(tally.bothRead).toBeGreaterThan(0);
 }, 600_000);

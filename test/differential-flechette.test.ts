@@ -27,7 +27,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { tableToIpcStream } from '../src/format/table-to-ipc.js';
 import { ShuffleError, ShuffleReader, ShuffleWriter } from '../src/index.js';
 import { batchOf, TYPE_CASES } from './support/columns.js';
-import { damaged } from './support/damage.js';
+import { forEachDamagedPartition } from './support/damage.js';
 import { withinNumbers } from './support/flechette.js';
 import { FlechetteProcess, type FlechetteReading } from './support/flechette-process.js';
 import { buildAny, NESTED_KINDS, nestedType, type DictionaryContext } from './support/nested.js';
@@ -122,26 +122,18 @@ async function rowsOfAll(streams: readonly Uint8Array[]): Promise<FlechetteReadi
 
 test(`our reader and flechette read ${CASES} x ${DAMAGES} damaged compressed partitions alike, and what ours reads, read hands out (seed ${SEED})`, async () => {
   const tally = { bothRead: 0, oursOnly: 0, flechetteOnly: 0, neither: 0 };
-  for (let c = 0; c < CASES; c++) {
-    const rng = new Rng(SEED * 100003 + c);
-    const { type, bytes } = await partitionOf(rng, `base-${c}`);
-    for (let d = 0; d < DAMAGES; d++) {
-      const { bytes: changed, what } = damaged(bytes, rng);
-      const where = `${String(type)}, case ${c}, damage ${d} (${what})`;
-      const ours = await oursOf(changed, join(dir, 'damaged')).catch((error: unknown) => {
-        throw new Error(`${where}: ${String(error)}`, { cause: error });
-      });
-      const theirs = await flechette.read(changed);
-      if (!(ours instanceof ShuffleError)) {
-        const handedOut = await rowsOfAll(ours);
-        const refused = 'refused' in handedOut && !('refused' in theirs && flechettesOwnLimit(handedOut.refused, theirs.refused));
-        expect(refused ? `flechette refused read's output of ${where}: ${(handedOut as { refused: string }).refused}` : null).toBeNull();
-        if ('rows' in handedOut && 'rows' in theirs) expect(firstDifference(handedOut.rows, theirs.rows, `our reader against flechette, ${where}`)).toBeNull();
-      }
-      const key = ours instanceof ShuffleError ? ('refused' in theirs ? 'neither' : 'flechetteOnly') : 'refused' in theirs ? 'oursOnly' : 'bothRead';
-      tally[key]++;
+  await forEachDamagedPartition(CASES, DAMAGES, (c) => new Rng(SEED * 100003 + c), partitionOf, async (changed) => {
+    const ours = await oursOf(changed, join(dir, 'damaged'));
+    const theirs = await flechette.read(changed);
+    if (!(ours instanceof ShuffleError)) {
+      const handedOut = await rowsOfAll(ours);
+      const refused = 'refused' in handedOut && !('refused' in theirs && flechettesOwnLimit(handedOut.refused, theirs.refused));
+      expect(refused ? `flechette refused read's output: ${(handedOut as { refused: string }).refused}` : null).toBeNull();
+      if ('rows' in handedOut && 'rows' in theirs) expect(firstDifference(handedOut.rows, theirs.rows, 'our reader against flechette')).toBeNull();
     }
-  }
+    const key = ours instanceof ShuffleError ? ('refused' in theirs ? 'neither' : 'flechetteOnly') : 'refused' in theirs ? 'oursOnly' : 'bothRead';
+    tally[key]++;
+  });
   console.log(`differential-flechette (seed ${SEED}): ${JSON.stringify(tally)}, flechette's process replaced ${flechette.replaced} times`);
   expect(tally.bothRead).toBeGreaterThan(0);
 }, 600_000);

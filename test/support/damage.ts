@@ -28,3 +28,28 @@ export function damaged(bytes: Uint8Array, rng: Rng): { bytes: Uint8Array; what:
   }
   return { bytes: out, what: what.join(', ') };
 }
+
+/**
+ * Runs `check` on `damages` damaged copies of each of `cases` partitions made by `partitionOf`
+ * (from `rngOf(c)`, which also draws the damage), with `where` naming the partition's type, case,
+ * damage and what changed. Any failure is thrown again under that name.
+ */
+export async function forEachDamagedPartition(
+  cases: number,
+  damages: number,
+  rngOf: (c: number) => Rng,
+  partitionOf: (rng: Rng, name: string) => Promise<{ type: unknown; bytes: Uint8Array }>,
+  check: (changed: Uint8Array, where: string) => Promise<void>,
+): Promise<void> {
+  for (let c = 0; c < cases; c++) {
+    const rng = rngOf(c);
+    const { type, bytes } = await partitionOf(rng, `base-${c}`);
+    for (let d = 0; d < damages; d++) {
+      const { bytes: changed, what } = damaged(bytes, rng);
+      const where = `${String(type)}, case ${c}, damage ${d} (${what})`;
+      await check(changed, where).catch((error: unknown) => {
+        throw new Error(`${where}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      });
+    }
+  }
+}
