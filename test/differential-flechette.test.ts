@@ -16,9 +16,9 @@
  * checked and that a field of type NONE was read as a Null column; its first run of 300 partitions
  * (seed 777), that a negative null count on a column with a bitmap read every row as valid, and
  * one of seed 778, that a nanosecond time of 32 bits was read as 32-bit values, and one of seed
- * 781, that `read` failed on a dictionary of lists no dictionary batch came for (all fixed,
- * 2026-12-07; pinned in ipc-reader-bounds.test.ts, metadata-counts.test.ts and
- * table-to-ipc.test.ts). DIFF_SEED
+ * 781, that `read` (and the coalescer) failed on a dictionary of lists no dictionary batch came
+ * for (all fixed, 2026-12-07; pinned in ipc-reader-bounds.test.ts, metadata-counts.test.ts,
+ * table-to-ipc.test.ts and missing-dictionary.test.ts). DIFF_SEED
  * and DIFF_CASES override the seed and the number of partitions.
  */
 import { Field, Int32, makeData, Schema, type DataType } from 'apache-arrow';

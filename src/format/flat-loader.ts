@@ -1,6 +1,7 @@
-import { Data, makeData, Vector, type DataType, type Dictionary } from 'apache-arrow';
+import { Data, Vector, type DataType, type Dictionary } from 'apache-arrow';
 import { layoutOfType, type ColumnLayout } from '../writer/column-layout.js';
-import { negativeNullCount } from './node-count-loader.js';
+import { missingDictionary } from './missing-dictionary.js';
+import { negativeNullCount } from './column-loader.js';
 
 /**
  * How the IPC buffers of a column without children become arrow-js Data:
@@ -86,7 +87,7 @@ export function loadFlatColumns(
       columns.push(new Data(type, 0, length, length));
       continue;
     }
-    if (nullCount < 0) throw new Error(negativeNullCount(type, nullCount)); // (node-count-loader.ts)
+    if (nullCount < 0) throw new Error(negativeNullCount(type, nullCount)); // (column-loader.ts)
     const validity = next();
     const nullBitmap = nullCount > 0 ? new Uint8Array(validity.buffer, validity.byteOffset, validity.byteLength) : new Uint8Array(0);
     switch (kind) {
@@ -102,8 +103,7 @@ export function loadFlatColumns(
       case 'dictionary': {
         const dictionary = type as Dictionary;
         const indices = asView(dictionary.indices.ArrayType, next());
-        // no dictionary batch came: an empty dictionary, as arrow-js's makeData gives
-        const values = dictionaries.get(dictionary.id) ?? new Vector([makeData({ type: dictionary.dictionary })]);
+        const values = dictionaries.get(dictionary.id) ?? missingDictionary(dictionary);
         columns.push(new Data(type, 0, length, nullCount, [undefined, indices, nullBitmap], [], values));
         break;
       }

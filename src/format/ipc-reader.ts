@@ -17,7 +17,7 @@ import type { SchemaMessageCache } from './schema-message-cache.js';
 import { metadataCountProblem } from './metadata-counts.js';
 import { columnInconsistency } from './validate-column.js';
 import { flatKindsOf, loadFlatColumns, type FlatKind } from './flat-loader.js';
-import { NodeCountLoader } from './node-count-loader.js';
+import { ColumnLoader } from './column-loader.js';
 
 /**
  * Reads one Arrow IPC stream (schema message, dictionary and record-batch
@@ -561,7 +561,7 @@ export function decodedMessageObjects(bytes: Uint8Array): unknown[] {
  * The columns of a record batch or dictionary batch, from one buffer per
  * region (8-aligned: arrow-js views 64-bit values in place): by
  * loadFlatColumns when `kinds` says every column is flat, else by
- * NodeCountLoader (arrow-js's, keeping views' null counts for validate-column).
+ * ColumnLoader (arrow-js's, with the checks and the missing dictionary it adds).
  */
 async function loadColumns(
   header: RecordBatchHeader,
@@ -593,7 +593,7 @@ async function loadColumns(
       buffers = await decompressBody(header, body, messages, messageStart, maxBufferBytes, borrowed);
     }
     if (kinds !== null) return loadFlatColumns(types, kinds, header.nodes, buffers, dictionaries);
-    return new NodeCountLoader(buffers, header.nodes, header.buffers, dictionaries, version, header.variadicBufferCounts).visitMany(types);
+    return new ColumnLoader(buffers, header.nodes, header.buffers, dictionaries, version, header.variadicBufferCounts).visitMany(types);
   } catch (cause) {
     if (cause instanceof ShuffleError) throw cause;
     throw messages.corrupt(`cannot load record batch: ${(cause as Error).message}`, messageStart, cause);
