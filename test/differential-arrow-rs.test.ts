@@ -26,7 +26,7 @@ import { throughArrowRs } from './support/arrow-rs.js';
 import { batchOf, TYPE_CASES } from './support/columns.js';
 import { forEachDamagedPartition } from './support/damage.js';
 import { buildAny, NESTED_KINDS, nestedType, type DictionaryContext } from './support/nested.js';
-import { commitOnePartition } from './support/one-partition-output.js';
+import { commitOnePartition, partitionBytesOf } from './support/one-partition-output.js';
 import { Rng } from './support/random.js';
 import { rowsOf } from './support/rows.js';
 import { firstDifference } from './support/shuffle-harness.js';
@@ -52,12 +52,7 @@ async function partitionOf(rng: Rng, name: string): Promise<{ type: DataType; by
   const writer = await ShuffleWriter.create({ numPartitions: 1, partitioning: { kind: 'partition-id', column: 'p' }, outputPrefix: prefix, codec: 'none' });
   await writer.write(batch);
   await writer.finish();
-  const reader = await ShuffleReader.open(prefix);
-  try {
-    return { type, bytes: new Uint8Array(await reader.partitionBytes(0)) };
-  } finally {
-    await reader.close();
-  }
+  return { type, bytes: await partitionBytesOf(prefix) };
 }
 
 /** Our reader's rows of `bytes` as the one partition of the output at `prefix` (replacing the one there), and those of its batches written as `read` writes them; or its ShuffleError. */

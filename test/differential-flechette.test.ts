@@ -31,7 +31,7 @@ import { forEachDamagedPartition } from './support/damage.js';
 import { withinNumbers } from './support/flechette.js';
 import { FlechetteProcess, type FlechetteReading } from './support/flechette-process.js';
 import { buildAny, NESTED_KINDS, nestedType, type DictionaryContext } from './support/nested.js';
-import { commitOnePartition } from './support/one-partition-output.js';
+import { commitOnePartition, partitionBytesOf } from './support/one-partition-output.js';
 import { Rng } from './support/random.js';
 import { firstDifference } from './support/shuffle-harness.js';
 import { makeTempDir, removeDir } from './support/temp-dir.js';
@@ -84,12 +84,7 @@ async function partitionOf(rng: Rng, name: string): Promise<{ type: DataType; by
     await writer.write(batchOf(schema, [values, makeData({ type: new Int32(), length: rows, nullCount: 0, data: new Int32Array(rows) })], rows));
   }
   await writer.finish();
-  const reader = await ShuffleReader.open(prefix);
-  try {
-    return { type, bytes: new Uint8Array(await reader.partitionBytes(0)) };
-  } finally {
-    await reader.close();
-  }
+  return { type, bytes: await partitionBytesOf(prefix) };
 }
 
 /** What our reader makes of `bytes` as the one partition at `prefix`: the streams `read` hands out for its batches, or its ShuffleError. */
