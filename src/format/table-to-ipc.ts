@@ -158,11 +158,11 @@ function containsView(type: DataType): boolean {
 
 /**
  * An empty column as arrow-js's writer needs it. arrow-js's own empty columns
- * (makeData of a type alone: the dictionary our reader gives a dictionary
- * column no dictionary batch came for) have no child Data, and its writer
- * fails on them with a TypeError (a damaged schema made a column a dictionary
- * of lists; found by differential-flechette). A builder's empty column has
- * every level.
+ * (makeData of a type alone, as arrow-js gives a dictionary column no
+ * dictionary batch came for) have no child Data, and its writer fails on them
+ * with a TypeError. Our reader makes such dictionaries whole itself
+ * (missing-dictionary.ts); this is for the tables callers hand in (range
+ * bounds). A builder's empty column has every level.
  */
 function wholeEmpty(data: Data): Data {
   return hasEveryChild(data) ? data : (vectorFromArray([], data.type as DataType).data[0] ?? data);
